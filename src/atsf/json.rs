@@ -1,0 +1,90 @@
+use std::path::Path;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::check_spec_version;
+use crate::error::{Error, IoContext, Result};
+
+/// Serializes as 2-space pretty JSON with a final newline (thread.json, config.json).
+pub fn to_pretty<T: Serialize>(value: &T) -> Result<Vec<u8>> {
+    let mut out = serde_json::to_vec_pretty(value)
+        .map_err(|e| Error::InvalidMessage(format!("cannot serialize: {e}")))?;
+    out.push(b'\n');
+    Ok(out)
+}
+
+/// Serializes as one compact JSON object followed by `\n` (a messages.jsonl line).
+pub fn to_line<T: Serialize>(value: &T) -> Result<Vec<u8>> {
+    let mut out = serde_json::to_vec(value)
+        .map_err(|e| Error::InvalidMessage(format!("cannot serialize: {e}")))?;
+    out.push(b'\n');
+    Ok(out)
+}
+
+#[derive(serde::Deserialize)]
+struct VersionProbe {
+    #[serde(rename = "specVersion")]
+    spec_version: Option<serde_json::Value>,
+}
+
+/// Reads a versioned ATSF JSON file (thread.json, config.json).
+///
+/// The version is checked before the schema so that a file from a newer
+/// MAJOR version gets a version error, not a confusing field error.
+pub fn read_json_file<T: DeserializeOwned>(path: &Path) -> Result<T> {
+    let bytes = std::fs::read(path).ctx("reading", path)?;
+    parse_versioned(path, &bytes)
+}
+
+pub(crate) fn parse_versioned<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<T> {
+    let probe: VersionProbe = serde_json::from_slice(bytes).map_err(|e| json_error(path, e))?;
+    match probe.spec_version {
+        Some(serde_json::Value::String(v)) => check_spec_version(path, &v)?,
+        Some(other) => {
+            return Err(Error::parse(
+                path,
+                format!("field `specVersion` must be a string like \"1.1\", found {other}"),
+            ));
+        }
+        None => {
+            return Err(Error::parse(
+                path,
+                "missing required field `specVersion` (add \"specVersion\": \"1.1\")",
+            ));
+        }
+    }
+    parse_with_path(path, None, bytes)
+}
+
+/// Deserializes `bytes`, naming the offending field path in the error.
+pub(crate) fn parse_with_path<T: DeserializeOwned>(
+    path: &Path,
+    line: Option<u64>,
+    bytes: &[u8],
+) -> Result<T> {
+    let de = &mut serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let field = e.path().to_string();
+        let inner = e.into_inner();
+        let message = if field == "." {
+            inner.to_string()
+        } else {
+            format!("field `{field}`: {inner}")
+        };
+        Error::Parse {
+            path: path.to_path_buf(),
+            line,
+            message,
+        }
+    })
+}
+
+fn json_error(path: &Path, e: serde_json::Error) -> Error {
+    Error::parse(path, e)
+}
+
+/// Parses one line of `messages.jsonl`, naming the file, line and field on error.
+pub fn parse_message_line(path: &Path, line: u64, bytes: &[u8]) -> Result<super::Message> {
+    parse_with_path(path, Some(line), bytes)
+}

@@ -1,0 +1,137 @@
+use serde::{Deserialize, Serialize};
+
+use super::{ContentBlock, Extra};
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Agent,
+    System,
+}
+
+impl Role {
+    /// The role as the format spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Agent => "agent",
+            Role::System => "system",
+        }
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One line of `messages.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    pub id: String,
+    pub role: Role,
+    pub timestamp: String,
+    pub content: Vec<ContentBlock>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<ToolCall>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<Tokens>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl Message {
+    /// A new message with a fresh UUID v4 id and the current time.
+    pub fn new(role: Role, content: Vec<ContentBlock>) -> Self {
+        Message {
+            id: uuid::Uuid::new_v4().to_string(),
+            role,
+            timestamp: super::now_timestamp(),
+            content,
+            tool_calls: None,
+            stop_reason: None,
+            model: None,
+            tokens: None,
+            extra: Extra::new(),
+        }
+    }
+
+    /// Number of tool calls this message carries.
+    pub fn tool_call_count(&self) -> usize {
+        self.tool_calls.as_ref().map_or(0, Vec::len)
+    }
+}
+
+/// Token usage of a message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tokens {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<u64>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// State of a tool call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolStatus {
+    Pending,
+    Running,
+    Completed,
+    Failed,
+}
+
+impl ToolStatus {
+    /// The status as the format spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolStatus::Pending => "pending",
+            ToolStatus::Running => "running",
+            ToolStatus::Completed => "completed",
+            ToolStatus::Failed => "failed",
+        }
+    }
+}
+
+/// A tool call made during a message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCall {
+    pub tool_call_id: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    pub status: ToolStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    /// Milliseconds; kept as a JSON number so `12` is not rewritten as `12.0`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<serde_json::Number>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<Diff>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// A file change made by a tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Diff {
+    pub path: String,
+    pub old_text: String,
+    pub new_text: String,
+    #[serde(flatten)]
+    pub extra: Extra,
+}

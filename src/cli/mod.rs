@@ -1,0 +1,126 @@
+//! The `grove` command line: argument parsing, dispatch, and the one place
+//! where errors become messages and exit codes.
+
+mod append;
+mod init;
+mod list;
+mod new;
+mod output;
+mod repair;
+mod show;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+pub use output::Output;
+
+/// Exit codes, documented in the README.
+pub mod exit {
+    pub const SUCCESS: u8 = 0;
+    pub const ERROR: u8 = 1;
+    pub const USAGE: u8 = 2;
+}
+
+#[derive(Parser)]
+#[command(
+    name = "grove",
+    version,
+    about = "Start AI agent tasks in isolated git worktrees and keep their conversations next to the code",
+    long_about = None,
+    after_help = "Exit codes: 0 success, 1 error, 2 usage error.\nThreads are stored in the Agent Thread Storage Format v1.1 under .agent/threads/."
+)]
+struct Cli {
+    /// Run as if grove was started in DIR (like `git -C`).
+    #[arg(short = 'C', global = true, value_name = "DIR")]
+    directory: Option<PathBuf>,
+
+    /// When to colour output: auto (terminal and no NO_COLOR), always, never.
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
+    color: output::ColorChoice,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Init(init::Args),
+    New(new::Args),
+    Append(append::Args),
+    Show(show::Args),
+    List(list::Args),
+    Repair(repair::Args),
+}
+
+/// A mistake in how grove was called, reported with exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::SUCCESS
+            };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let out = Output::new(cli.color);
+    let result = run(cli, &out);
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => report(&out, &err),
+    }
+}
+
+fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
+    let cwd = match cli.directory {
+        Some(dir) => dir,
+        None => std::env::current_dir()
+            .map_err(|e| anyhow::anyhow!("cannot read the current directory: {e}"))?,
+    };
+    match cli.command {
+        Command::Init(args) => init::run(args, &cwd, out),
+        Command::New(args) => new::run(args, &cwd, out),
+        Command::Append(args) => append::run(args, &cwd, out),
+        Command::Show(args) => show::run(args, &cwd, out),
+        Command::List(args) => list::run(args, &cwd, out),
+        Command::Repair(args) => repair::run(args, &cwd, out),
+    }
+}
+
+/// Renders an error chain on stderr and picks the exit code. A closed stdout
+/// (`grove list | head`) is not an error.
+fn report(out: &Output, err: &anyhow::Error) -> ExitCode {
+    for cause in err.chain() {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::BrokenPipe
+        {
+            return ExitCode::from(exit::SUCCESS);
+        }
+    }
+    let mut message = format!("{}", err);
+    for cause in err.chain().skip(1) {
+        message.push_str(&format!("\n  caused by: {cause}"));
+    }
+    out.error(&message);
+    let code = if err.downcast_ref::<UsageError>().is_some() {
+        exit::USAGE
+    } else {
+        exit::ERROR
+    };
+    ExitCode::from(code)
+}
+
+/// Opens the project containing `cwd` and resolves THREAD in its store.
+pub fn resolve_thread(cwd: &std::path::Path, query: &str) -> anyhow::Result<grove::store::Thread> {
+    let project = grove::project::Project::discover(cwd)?;
+    Ok(project.store().resolve(query)?)
+}

@@ -1,0 +1,34 @@
+//! grove: start AI agent tasks in isolated git worktrees and keep each task's
+//! conversation next to its code, in the Agent Thread Storage Format v1.1.
+//!
+//! The library knows nothing of the command line: the `grove` binary parses
+//! arguments and calls in here.
+//!
+//! - [`atsf`]: the file format (types, versions, deterministic JSON).
+//! - [`store`]: a `.agent/` directory and its threads (create, append, read, repair).
+//! - [`project`]: which project and `.agent/` a directory belongs to.
+//! - [`git`]: reading git state.
+//!
+//! ```
+//! use grove::atsf::{ContentBlock, Message, Role};
+//! use grove::store::{AppendOptions, Store};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let store = Store::for_project(dir.path());
+//! let meta = grove::threads::new_meta("Fix the login bug", "claude-code", Default::default());
+//! let thread = store.create_thread(&meta)?;
+//! let message = Message::new(Role::User, vec![ContentBlock::text("Fix it")]);
+//! thread.append(message, AppendOptions::default())?;
+//! assert_eq!(thread.meta()?.stats.message_count, 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod atsf;
+mod error;
+pub mod fsutil;
+pub mod git;
+pub mod project;
+pub mod store;
+pub mod threads;
+
+pub use error::{Error, Result};

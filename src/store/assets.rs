@@ -1,0 +1,118 @@
+//! Content-addressed assets: inline image data becomes `assets/sha256-<16hex>.<ext>`.
+
+use std::path::Path;
+
+use base64::Engine as _;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::atsf::{ContentBlock, ImageBlock, Message};
+use crate::error::{Error, Result};
+use crate::fsutil::write_new;
+
+/// File extension for an image MIME type (`bin` when unknown).
+///
+/// ```
+/// assert_eq!(grove::store::extension_for_mime("image/png"), "png");
+/// assert_eq!(grove::store::extension_for_mime("image/svg+xml"), "svg");
+/// ```
+pub fn extension_for_mime(mime: &str) -> &'static str {
+    match mime.trim().to_ascii_lowercase().as_str() {
+        "image/png" => "png",
+        "image/jpeg" | "image/jpg" | "image/pjpeg" => "jpg",
+        "image/gif" => "gif",
+        "image/webp" => "webp",
+        "image/svg+xml" => "svg",
+        "image/bmp" => "bmp",
+        "image/tiff" => "tiff",
+        "image/avif" => "avif",
+        "image/heic" => "heic",
+        "image/x-icon" | "image/vnd.microsoft.icon" => "ico",
+        "application/pdf" => "pdf",
+        _ => "bin",
+    }
+}
+
+/// The asset file name for `bytes`: `sha256-<first 16 hex>.<ext>`.
+pub fn asset_name(bytes: &[u8], mime: &str) -> String {
+    let digest = Sha256::digest(bytes);
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256-{hex}.{}", extension_for_mime(mime))
+}
+
+/// Splits a `data:<mime>;base64,<payload>` URL; plain base64 passes through.
+fn split_data_url(data: &str) -> (Option<&str>, &str) {
+    if let Some(rest) = data.strip_prefix("data:")
+        && let Some((header, payload)) = rest.split_once(',')
+    {
+        let mime = header.strip_suffix(";base64").unwrap_or(header);
+        return (Some(mime).filter(|m| !m.is_empty()), payload);
+    }
+    (None, data)
+}
+
+/// Writes `bytes` into `assets_dir` under their content address (once) and returns the name.
+pub fn store_asset(assets_dir: &Path, bytes: &[u8], mime: &str) -> Result<String> {
+    let name = asset_name(bytes, mime);
+    std::fs::create_dir_all(assets_dir).map_err(|e| Error::io("creating", assets_dir, e))?;
+    write_new(&assets_dir.join(&name), bytes)?;
+    Ok(name)
+}
+
+/// Moves every inline image of `message` into `assets_dir` and replaces the
+/// data with an `assetRef`. Handles ATSF/ACP style (`data` + `mimeType`) and
+/// Anthropic style (`source: {type: "base64", media_type, data}`).
+pub fn extract_inline_images(assets_dir: &Path, message: &mut Message) -> Result<()> {
+    for (index, block) in message.content.iter_mut().enumerate() {
+        let ContentBlock::Image(img) = block else {
+            continue;
+        };
+        let Some((mime, payload)) = take_inline(img) else {
+            continue;
+        };
+        let (url_mime, b64) = split_data_url(&payload);
+        let mime = mime
+            .or(url_mime.map(str::to_string))
+            .unwrap_or_else(|| "application/octet-stream".to_string());
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(b64.trim())
+            .map_err(|e| {
+                Error::InvalidMessage(format!(
+                    "content[{index}]: image data is not valid base64: {e}"
+                ))
+            })?;
+        img.asset_ref = Some(store_asset(assets_dir, &bytes, &mime)?);
+        img.mime_type = Some(mime);
+    }
+    Ok(())
+}
+
+/// Removes the inline payload from `img`, returning (mime, base64).
+fn take_inline(img: &mut ImageBlock) -> Option<(Option<String>, String)> {
+    if let Some(data) = img.data.take() {
+        return Some((img.mime_type.clone(), data));
+    }
+    let is_base64_source = matches!(
+        img.extra.get("source"),
+        Some(Value::Object(s)) if s.get("type").and_then(Value::as_str) == Some("base64")
+            && s.get("data").is_some_and(Value::is_string)
+    );
+    if !is_base64_source {
+        return None;
+    }
+    let Some(Value::Object(mut source)) = img.extra.remove("source") else {
+        return None;
+    };
+    let data = match source.remove("data") {
+        Some(Value::String(d)) => d,
+        _ => return None,
+    };
+    let mime = img
+        .mime_type
+        .clone()
+        .or_else(|| match source.get("media_type") {
+            Some(Value::String(m)) => Some(m.clone()),
+            _ => None,
+        });
+    Some((mime, data))
+}

@@ -1,0 +1,358 @@
+//! Appending: stdin messages, locking under concurrency, crashes and torn tails, assets.
+
+use std::io::Write;
+use std::process::Stdio;
+
+use base64::Engine as _;
+use grove::store::{MessageReader, Store};
+use sha2::{Digest, Sha256};
+
+use crate::support::*;
+
+fn thread_dir(repo: &std::path::Path, id: &str) -> std::path::PathBuf {
+    repo.join(".agent/threads").join(id)
+}
+
+#[test]
+fn stdin_messages_get_id_and_timestamp_and_keep_their_own() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let id = new_thread(&sb, &repo, "t");
+    let input = concat!(
+        r#"{"role":"user","content":[{"type":"text","text":"one"}]}"#,
+        "\n",
+        r#"{"id":"mine","timestamp":"2025-02-14T10:30:00.000Z","role":"agent","content":[],"toolCalls":[{"toolCallId":"a","name":"x","status":"running"},{"toolCallId":"b","name":"y","status":"completed"}]}"#,
+        "\n"
+    );
+    let out = run_with_stdin(
+        sb.grove(&repo).args(["append", &id, "--stdin", "--json"]),
+        input.as_bytes(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| json(l))
+        .collect();
+    assert_eq!(printed.len(), 2);
+    assert_eq!(printed[1]["messageId"], "mine");
+    assert_eq!(printed[1]["index"], 1);
+
+    let lines = message_lines(&thread_dir(&repo, &id));
+    assert_eq!(lines[0]["id"], printed[0]["messageId"]);
+    assert!(uuid::Uuid::parse_str(lines[0]["id"].as_str().unwrap()).is_ok());
+    assert!(lines[0]["timestamp"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(lines[1]["id"], "mine");
+    let meta = read_json(&thread_dir(&repo, &id).join("thread.json"));
+    assert_eq!(meta["stats"]["messageCount"], 2);
+    assert_eq!(meta["stats"]["userMessageCount"], 1);
+    assert_eq!(meta["stats"]["agentMessageCount"], 1);
+    assert_eq!(meta["stats"]["toolCallCount"], 2);
+}
+
+#[test]
+fn invalid_stdin_messages_are_usage_errors_naming_the_field() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let id = new_thread(&sb, &repo, "t");
+    let cases = [
+        (r#"{"content":[]}"#, "role"),
+        (r#"{"role":"robot","content":[]}"#, "role"),
+        (r#"{"role":"user"}"#, "content"),
+        (
+            r#"{"role":"user","content":[{"type":"text"}]}"#,
+            "content[0]",
+        ),
+        (
+            r#"{"role":"user","content":[],"toolCalls":[{"name":"x","status":"done","toolCallId":"1"}]}"#,
+            "toolCalls[0].status",
+        ),
+        (
+            r#"{"role":"user","content":[],"toolCalls":[{"toolCallId":"","name":"x","status":"failed"}]}"#,
+            "toolCallId",
+        ),
+        ("[1,2]", "expected a JSON object"),
+        ("{not json", "not valid JSON"),
+        ("", "no message"),
+    ];
+    for (input, needle) in cases {
+        let out = run_with_stdin(
+            sb.grove(&repo).args(["append", &id, "--stdin"]),
+            input.as_bytes(),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{input} must fail");
+        assert!(err.contains(needle), "{input}: {err}");
+    }
+    assert_eq!(
+        std::fs::read(thread_dir(&repo, &id).join("messages.jsonl")).unwrap(),
+        b""
+    );
+    let meta = read_json(&thread_dir(&repo, &id).join("thread.json"));
+    assert_eq!(meta["stats"]["messageCount"], 0);
+}
+
+#[test]
+fn eight_processes_appending_500_messages_each_lose_nothing() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let id = new_thread(&sb, &repo, "concurrent");
+    let children: Vec<_> = (0..8)
+        .map(|writer| {
+            let mut input = String::new();
+            for n in 0..500 {
+                // Lines of varied length, some long, so interleaving would show.
+                let pad = "x".repeat((n * 37 + writer * 101) % 3000);
+                input.push_str(&format!(
+                    "{{\"id\":\"w{writer}-{n}\",\"role\":\"{}\",\"content\":[{{\"type\":\"text\",\"text\":\"{pad}\"}}]}}\n",
+                    if n % 2 == 0 { "user" } else { "agent" }
+                ));
+            }
+            let mut child = sb
+                .grove(&repo)
+                .args(["append", &id, "--stdin", "--no-fsync"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut stdin = child.stdin.take().unwrap();
+            std::thread::spawn(move || stdin.write_all(input.as_bytes()).unwrap());
+            child
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let dir = thread_dir(&repo, &id);
+    let mut seen = std::collections::HashSet::new();
+    let mut per_writer = [0usize; 8];
+    for item in MessageReader::open(&dir.join("messages.jsonl")).unwrap() {
+        let m = item.expect("every line is valid");
+        let w: usize = m.id[1..2].parse().unwrap();
+        per_writer[w] += 1;
+        assert!(seen.insert(m.id.clone()), "duplicate {}", m.id);
+    }
+    assert_eq!(seen.len(), 4000);
+    assert_eq!(per_writer, [500; 8]);
+    let text = std::fs::read_to_string(dir.join("messages.jsonl")).unwrap();
+    assert_eq!(text.lines().count(), 4000);
+    let meta = read_json(&dir.join("thread.json"));
+    assert_eq!(meta["stats"]["messageCount"], 4000);
+    assert_eq!(meta["stats"]["userMessageCount"], 2000);
+    assert_eq!(meta["stats"]["agentMessageCount"], 2000);
+}
+
+#[test]
+fn a_writer_killed_mid_append_leaves_only_readable_lines() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let id = new_thread(&sb, &repo, "crash");
+    let dir = thread_dir(&repo, &id);
+    let mut child = sb
+        .grove(&repo)
+        .args(["append", &id, "--stdin", "--no-fsync"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        let body = "y".repeat(200_000);
+        for n in 0.. {
+            let line = format!(
+                "{{\"id\":\"m{n}\",\"role\":\"agent\",\"content\":[{{\"type\":\"text\",\"text\":\"{body}\"}}]}}\n"
+            );
+            if stdin.write_all(line.as_bytes()).is_err() {
+                break;
+            }
+        }
+    });
+    // Let it append for a while, then kill it without warning.
+    let log = dir.join("messages.jsonl");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0) < 5_000_000 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "writer made no progress"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL on Unix
+    child.wait().unwrap();
+    feeder.join().unwrap();
+
+    let mut reader = MessageReader::open(&log).unwrap();
+    let complete = reader
+        .by_ref()
+        .map(|m| m.expect("complete lines are valid"))
+        .count();
+    assert!(complete >= 20, "{complete}");
+
+    // Simulate the torn write a crash can leave (a kill rarely splits a write()).
+    let torn = b"{\"id\":\"half\",\"role\":\"ag";
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&log)
+        .unwrap()
+        .write_all(torn)
+        .unwrap();
+    let out =
+        run(sb
+            .grove(&repo)
+            .args(["append", &id, "--role", "user", "--text", "after the crash"]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("incomplete last line"));
+
+    let messages: Vec<_> = MessageReader::open(&log)
+        .unwrap()
+        .map(|m| m.expect("valid after repair"))
+        .collect();
+    assert_eq!(messages.len(), complete + 1);
+    assert_eq!(
+        messages.last().unwrap().id.len(),
+        36,
+        "the new message is last"
+    );
+    let bytes = std::fs::read(&log).unwrap();
+    assert_eq!(bytes.last(), Some(&b'\n'));
+    let side: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("messages.jsonl.torn-")
+        })
+        .collect();
+    assert_eq!(side.len(), 1, "the torn bytes are kept aside");
+    assert_eq!(std::fs::read(&side[0]).unwrap(), torn);
+    // The stats were recounted: they match the log even though the killed
+    // writer may have died between its line and thread.json.
+    let meta = read_json(&dir.join("thread.json"));
+    assert_eq!(meta["stats"]["messageCount"], (complete + 1) as u64);
+}
+
+#[test]
+fn stats_are_recounted_when_the_log_was_changed_behind_grove() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let id = new_thread(&sb, &repo, "t");
+    ok(sb
+        .grove(&repo)
+        .args(["append", &id, "--role", "user", "--text", "a"]));
+    // Another tool appends without updating stats.
+    let log = thread_dir(&repo, &id).join("messages.jsonl");
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&log)
+        .unwrap()
+        .write_all(b"{\"id\":\"ext\",\"role\":\"agent\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"content\":[],\"toolCalls\":[{\"toolCallId\":\"1\",\"name\":\"n\",\"status\":\"completed\"}]}\n")
+        .unwrap();
+    ok(sb
+        .grove(&repo)
+        .args(["append", &id, "--role", "user", "--text", "b"]));
+    let meta = read_json(&thread_dir(&repo, &id).join("thread.json"));
+    assert_eq!(meta["stats"]["messageCount"], 3);
+    assert_eq!(meta["stats"]["agentMessageCount"], 1);
+    assert_eq!(meta["stats"]["toolCallCount"], 1);
+}
+
+#[test]
+fn inline_images_become_content_addressed_assets_once() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let id = new_thread(&sb, &repo, "img");
+    let png: Vec<u8> = b"\x89PNG\r\n\x1a\nnot really a png but bytes".to_vec();
+    let b64 = base64::engine::general_purpose::STANDARD.encode(&png);
+    let hash: String = Sha256::digest(&png)[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let name = format!("sha256-{hash}.png");
+    let inputs = [
+        format!(
+            r#"{{"role":"user","content":[{{"type":"image","mimeType":"image/png","data":"{b64}"}}]}}"#
+        ),
+        format!(
+            r#"{{"role":"user","content":[{{"type":"image","data":"data:image/png;base64,{b64}"}}]}}"#
+        ),
+        format!(
+            r#"{{"role":"user","content":[{{"type":"image","source":{{"type":"base64","media_type":"image/png","data":"{b64}"}}}}]}}"#
+        ),
+    ];
+    for input in &inputs {
+        let out = run_with_stdin(
+            sb.grove(&repo).args(["append", &id, "--stdin"]),
+            input.as_bytes(),
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let dir = thread_dir(&repo, &id);
+    let assets: Vec<_> = std::fs::read_dir(dir.join("assets"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        assets,
+        vec![std::ffi::OsString::from(&name)],
+        "same bytes, one file"
+    );
+    assert_eq!(std::fs::read(dir.join("assets").join(&name)).unwrap(), png);
+    for line in message_lines(&dir) {
+        let block = &line["content"][0];
+        assert_eq!(block["assetRef"], name.as_str());
+        assert_eq!(block["mimeType"], "image/png");
+        assert!(
+            block.get("data").is_none() && block.get("source").is_none(),
+            "{block}"
+        );
+    }
+    let bad = r#"{"role":"user","content":[{"type":"image","mimeType":"image/png","data":"***"}]}"#;
+    let out = run_with_stdin(
+        sb.grove(&repo).args(["append", &id, "--stdin"]),
+        bad.as_bytes(),
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("base64"));
+}
+
+#[test]
+fn library_append_without_fsync_and_store_listing() {
+    let sb = Sandbox::new();
+    let store = Store::for_project(&sb.dir("p"));
+    let meta = grove::threads::new_meta("lib", "x", Default::default());
+    let thread = store.create_thread(&meta).unwrap();
+    for i in 0..3 {
+        let m = grove::atsf::Message::new(
+            grove::atsf::Role::Agent,
+            vec![grove::atsf::ContentBlock::text(format!("{i}"))],
+        );
+        let appended = thread
+            .append(m, grove::store::AppendOptions { fsync: false })
+            .unwrap();
+        assert_eq!(appended.index, i);
+    }
+    let listing = store.list().unwrap();
+    assert_eq!(listing.threads.len(), 1);
+    assert_eq!(listing.threads[0].meta.stats.agent_message_count, 3);
+}

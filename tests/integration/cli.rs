@@ -1,0 +1,160 @@
+//! Command-line behaviour: new, exit codes, help, pipes.
+
+use crate::support::*;
+
+#[test]
+fn new_records_agent_context_and_prompt() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let sub = repo.join("pkg");
+    std::fs::create_dir_all(&sub).unwrap();
+    let out = json(&ok(sb.grove(&sub).args([
+        "new",
+        "--no-worktree",
+        "Fix the login bug",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "Look at auth.ts",
+        "--json",
+    ])));
+    assert_eq!(out["title"], "Fix the login bug");
+    let dir = std::path::PathBuf::from(out["threadDir"].as_str().unwrap());
+    assert_eq!(
+        dir,
+        repo.join(".agent/threads")
+            .join(out["threadId"].as_str().unwrap())
+    );
+    let meta = read_json(&dir.join("thread.json"));
+    assert_eq!(meta["specVersion"], "1.1");
+    assert_eq!(meta["agent"]["id"], "claude-code");
+    assert_eq!(meta["context"]["workingDir"], sub.display().to_string());
+    assert_eq!(meta["context"]["relativeDir"], "pkg");
+    assert_eq!(meta["context"]["gitBranch"], "main");
+    assert_eq!(
+        meta["context"]["gitCommit"],
+        sb.git(&repo, &["rev-parse", "HEAD"])
+    );
+    let lines = message_lines(&dir);
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["role"], "user");
+    assert_eq!(lines[0]["content"][0]["text"], "Look at auth.ts");
+    assert_eq!(meta["stats"]["messageCount"], 1);
+}
+
+#[test]
+fn agent_comes_from_flag_then_config_then_unknown() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let agent_of = |args: &[&str]| {
+        let mut all = vec!["new", "--no-worktree", "t", "--json"];
+        all.extend_from_slice(args);
+        let out = json(&ok(sb.grove(&repo).args(&all)));
+        read_json(&std::path::Path::new(out["threadDir"].as_str().unwrap()).join("thread.json"))["agent"]["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(agent_of(&[]), "unknown");
+    std::fs::write(
+        repo.join(".agent/config.json"),
+        r#"{"specVersion":"1.1","defaults":{"agentId":"amp","useWorktree":false}}"#,
+    )
+    .unwrap();
+    assert_eq!(agent_of(&[]), "amp");
+    assert_eq!(agent_of(&["--agent", "codex"]), "codex");
+    // useWorktree false in the config: no --no-worktree needed.
+    let out = ok(sb.grove(&repo).args(["new", "plain"]));
+    assert!(repo.join(".agent/threads").join(out.trim()).is_dir());
+}
+
+#[test]
+fn title_defaults_to_the_prompt_or_untitled() {
+    let sb = Sandbox::new();
+    let dir = sb.dir("p");
+    let out = json(&ok(sb.grove(&dir).args([
+        "new",
+        "--no-worktree",
+        "--prompt",
+        "Refactor the parser\nthen test",
+        "--json",
+    ])));
+    assert_eq!(out["title"], "Refactor the parser");
+    let out = json(&ok(sb.grove(&dir).args(["new", "--no-worktree", "--json"])));
+    assert_eq!(out["title"], "Untitled");
+    let meta =
+        read_json(&std::path::Path::new(out["threadDir"].as_str().unwrap()).join("thread.json"));
+    assert!(
+        meta["context"].get("gitBranch").is_none(),
+        "no git outside a repository"
+    );
+}
+
+#[test]
+fn exit_codes_are_0_1_2() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    fails_with(sb.grove(&repo).arg("frobnicate"), 2);
+    fails_with(sb.grove(&repo).args(["append", "x"]), 2);
+    fails_with(sb.grove(&repo).args(["append", "x", "--role", "user"]), 2);
+    fails_with(
+        sb.grove(&repo)
+            .args(["append", "x", "--role", "robot", "--text", "t"]),
+        2,
+    );
+    fails_with(sb.grove(&repo).args(["show", "nope"]), 1);
+    ok(sb.grove(&repo).arg("--help"));
+}
+
+#[test]
+fn help_explains_every_flag() {
+    let sb = Sandbox::new();
+    let dir = sb.dir("p");
+    let help = ok(sb.grove(&dir).args(["append", "--help"]));
+    for needle in [
+        "--role",
+        "--text",
+        "--stdin",
+        "--no-fsync",
+        "--json",
+        "fsync",
+    ] {
+        assert!(help.contains(needle), "{needle} in {help}");
+    }
+    for cmd in ["init", "new", "show", "list", "repair"] {
+        let help = ok(sb.grove(&dir).args([cmd, "--help"]));
+        assert!(help.contains("--json"), "{cmd} --help mentions --json");
+    }
+}
+
+#[test]
+fn a_closed_pipe_is_not_an_error() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let id = new_thread(&sb, &repo, "t");
+    let big = "line\n".repeat(200_000);
+    let input = serde_json::json!({"role": "agent", "content": [{"type": "text", "text": big}]})
+        .to_string();
+    run_with_stdin(
+        sb.grove(&repo).args(["append", &id, "--stdin"]),
+        input.as_bytes(),
+    );
+    let script = format!("set -o pipefail; '{GROVE}' show '{id}' | head -n 1 >/dev/null");
+    let mut cmd = std::process::Command::new("bash");
+    sb.env(&mut cmd);
+    let out = cmd
+        .args(["-c", &script])
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

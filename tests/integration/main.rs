@@ -1,0 +1,10 @@
+//! grove's integration tests: one binary, one module per area. Every test
+//! builds its own temporary repository and runs the real `grove` binary.
+
+mod support;
+
+mod append;
+mod cli;
+mod format;
+mod ids;
+mod read;

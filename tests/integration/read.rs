@@ -1,0 +1,225 @@
+//! Reading: streaming long lines, partial and malformed lines, show, list, repair.
+
+use std::io::Write;
+
+use grove::store::MessageReader;
+
+use crate::support::*;
+
+fn thread_dir(repo: &std::path::Path, id: &str) -> std::path::PathBuf {
+    repo.join(".agent/threads").join(id)
+}
+
+fn append_raw(dir: &std::path::Path, bytes: &[u8]) {
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(dir.join("messages.jsonl"))
+        .unwrap()
+        .write_all(bytes)
+        .unwrap();
+}
+
+#[test]
+fn a_line_of_tens_of_megabytes_is_read() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let id = new_thread(&sb, &repo, "big");
+    let big = "z".repeat(30 * 1024 * 1024);
+    let input = format!(r#"{{"role":"agent","content":[{{"type":"text","text":"{big}"}}]}}"#);
+    let out = run_with_stdin(
+        sb.grove(&repo)
+            .args(["append", &id, "--stdin", "--no-fsync"]),
+        input.as_bytes(),
+    );
+    assert!(out.status.success());
+    ok(sb
+        .grove(&repo)
+        .args(["append", &id, "--role", "user", "--text", "small"]));
+    let out = json(&ok(sb.grove(&repo).args(["show", &id, "--json"])));
+    let messages = out["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2);
+    assert_eq!(
+        messages[0]["content"][0]["text"].as_str().unwrap().len(),
+        big.len()
+    );
+    assert_eq!(messages[1]["content"][0]["text"], "small");
+}
+
+#[test]
+fn a_partial_last_line_is_ignored_and_malformed_lines_are_reported_with_their_line() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let id = new_thread(&sb, &repo, "t");
+    let dir = thread_dir(&repo, &id);
+    ok(sb
+        .grove(&repo)
+        .args(["append", &id, "--role", "user", "--text", "first"]));
+    append_raw(&dir, b"{this is not json}\n");
+    ok(sb
+        .grove(&repo)
+        .args(["append", &id, "--role", "agent", "--text", "third"]));
+    append_raw(&dir, b"{\"id\":\"partial\",\"role\":\"user\",\"timest");
+
+    let log = dir.join("messages.jsonl");
+    let mut reader = MessageReader::open(&log).unwrap();
+    let items: Vec<_> = reader.by_ref().collect();
+    assert_eq!(items.len(), 3);
+    assert!(items[0].is_ok() && items[2].is_ok());
+    match &items[1] {
+        Err(grove::Error::Parse { line, path, .. }) => {
+            assert_eq!(*line, Some(2));
+            assert_eq!(path, &log);
+        }
+        other => panic!("expected a parse error, got {other:?}"),
+    }
+    assert!(reader.torn_tail() > 0);
+
+    let out = run(sb.grove(&repo).args(["show", &id]));
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stdout.contains("first") && stdout.contains("third"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("partial"));
+    assert!(
+        stderr.contains("messages.jsonl:2"),
+        "file and line named: {stderr}"
+    );
+    let json_out = json(&ok(sb.grove(&repo).args(["show", &id, "--json"])));
+    assert_eq!(json_out["messages"].as_array().unwrap().len(), 2);
+    assert!(
+        json_out["errors"][0]
+            .as_str()
+            .unwrap()
+            .contains("messages.jsonl:2")
+    );
+}
+
+#[test]
+fn repair_recomputes_stats_sets_aside_the_tail_and_keeps_bad_lines() {
+    let sb = Sandbox::new();
+    let project = sb.dir("p");
+    copy_tree(&fixtures().join("atsf/spec-example"), &project);
+    let id = "a1b2c3d4-e5f6-7890-abcd-ef1234567890";
+    let dir = project.join(".agent/threads").join(id);
+    append_raw(&dir, b"garbage\n{\"id\":\"torn");
+    let report = json(&ok(sb.grove(&project).args(["repair", "a1b2", "--json"])));
+    assert_eq!(
+        report["statsBefore"]["messageCount"], 12,
+        "the spec example's cached value"
+    );
+    assert_eq!(report["statsAfter"]["messageCount"], 2);
+    assert_eq!(report["statsAfter"]["toolCallCount"], 1);
+    assert_eq!(report["rewroteThreadJson"], true);
+    assert_eq!(report["badLines"].as_array().unwrap().len(), 1);
+    assert!(
+        report["badLines"][0]
+            .as_str()
+            .unwrap()
+            .contains("messages.jsonl:3")
+    );
+    assert_eq!(report["tornTail"]["bytes"], 11);
+    let saved = report["tornTail"]["savedTo"].as_str().unwrap();
+    assert_eq!(std::fs::read(saved).unwrap(), b"{\"id\":\"torn");
+    let meta = read_json(&dir.join("thread.json"));
+    assert_eq!(meta["stats"]["messageCount"], 2);
+    assert_eq!(meta["stats"]["userMessageCount"], 1);
+    let log = std::fs::read_to_string(dir.join("messages.jsonl")).unwrap();
+    assert!(log.ends_with("garbage\n"), "the bad line is kept");
+
+    let again = json(&ok(sb.grove(&project).args(["repair", id, "--json"])));
+    assert_eq!(again["rewroteThreadJson"], false);
+    assert!(again["tornTail"].is_null());
+}
+
+#[test]
+fn list_is_newest_first_and_never_opens_messages() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let a = new_thread(&sb, &repo, "older");
+    let b = new_thread(&sb, &repo, "newer");
+    let input = r#"{"role":"user","timestamp":"2020-01-01T00:00:00.000Z","content":[]}"#;
+    run_with_stdin(
+        sb.grove(&repo).args(["append", &a, "--stdin"]),
+        input.as_bytes(),
+    );
+    let input = r#"{"role":"user","timestamp":"2030-01-01T00:00:00.000Z","content":[]}"#;
+    run_with_stdin(
+        sb.grove(&repo).args(["append", &b, "--stdin"]),
+        input.as_bytes(),
+    );
+
+    // A FIFO instead of messages.jsonl: opening it for reading would block.
+    let fifo = thread_dir(&repo, &a).join("messages.jsonl");
+    std::fs::remove_file(&fifo).unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut child = sb
+        .grove(&repo)
+        .args(["list", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("grove list opened messages.jsonl");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let rows = json(&String::from_utf8(out.stdout).unwrap());
+    let ids: Vec<_> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["threadId"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, vec![b.as_str(), a.as_str()]);
+    assert_eq!(rows[0]["title"], "newer");
+    assert_eq!(rows[0]["stats"]["messageCount"], 1);
+    assert!(rows[0]["threadDir"].as_str().unwrap().ends_with(&b));
+
+    let human = ok(sb.grove(&repo).arg("list"));
+    let first = human.lines().next().unwrap();
+    assert!(
+        first.starts_with(&b[..8]) && first.contains("newer"),
+        "{human}"
+    );
+}
+
+#[test]
+fn show_renders_roles_tool_calls_and_hides_thinking_unless_asked() {
+    let sb = Sandbox::new();
+    let project = sb.dir("p");
+    copy_tree(&fixtures().join("atsf/spec-example"), &project);
+    let out = ok(sb.grove(&project).args(["show", "a1b2"]));
+    assert!(out.contains("Fix authentication bug"));
+    assert!(out.contains("#0 user"));
+    assert!(out.contains("#1 agent"));
+    assert!(out.contains("file_read Read auth.ts [completed]"), "{out}");
+    assert!(!out.contains("Let me look at auth.ts"), "thinking hidden");
+    assert!(out.contains("--thinking"));
+    let out = ok(sb.grove(&project).args(["show", "a1b2", "--thinking"]));
+    assert!(out.contains("Let me look at auth.ts"));
+    assert!(!out.contains('\x1b'), "no colour off a terminal");
+    let out = ok(sb
+        .grove(&project)
+        .args(["--color", "always", "show", "a1b2"]));
+    assert!(out.contains('\x1b'));
+
+    let project = sb.dir("q");
+    copy_tree(&fixtures().join("atsf/unknown-fields"), &project);
+    let out = ok(sb.grove(&project).args(["show", "u-1"]));
+    assert!(
+        out.contains("[audio block]"),
+        "unknown blocks as a placeholder: {out}"
+    );
+}

@@ -1,0 +1,227 @@
+//! Shared test helpers: hermetic temporary repositories and the built binary.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use tempfile::TempDir;
+
+pub const GROVE: &str = env!("CARGO_BIN_EXE_grove");
+
+/// A temporary sandbox: a HOME, a GROVE_HOME and a git config of its own, so
+/// nothing of the machine's setup leaks in or is touched.
+pub struct Sandbox {
+    pub tmp: TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Self {
+        let tmp = tempfile::Builder::new()
+            .prefix("grove-test-")
+            .tempdir()
+            .expect("tempdir");
+        let home = tmp.path().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(
+            tmp.path().join("gitconfig"),
+            "[user]\n\tname = Grove Test\n\temail = test@grove.invalid\n[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n",
+        )
+        .unwrap();
+        Sandbox { tmp }
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.tmp.path().canonicalize().unwrap()
+    }
+
+    pub fn grove_home(&self) -> PathBuf {
+        self.path().join("grove-home")
+    }
+
+    /// Applies the hermetic environment to `cmd`.
+    pub fn env(&self, cmd: &mut Command) {
+        let root = self.path();
+        for var in [
+            "GIT_DIR",
+            "GIT_WORK_TREE",
+            "GIT_INDEX_FILE",
+            "GIT_COMMON_DIR",
+            "NO_COLOR",
+        ] {
+            cmd.env_remove(var);
+        }
+        cmd.env("HOME", root.join("home"))
+            .env("GROVE_HOME", root.join("grove-home"))
+            .env("GIT_CONFIG_GLOBAL", root.join("gitconfig"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_DATE", "2025-01-01T00:00:00Z")
+            .env("GIT_COMMITTER_DATE", "2025-01-01T00:00:00Z")
+            .env("LANG", "C")
+            .env("LC_ALL", "C")
+            .env("TERM", "dumb");
+    }
+
+    /// `grove` with the sandbox environment, started in `dir`.
+    pub fn grove(&self, dir: &Path) -> Command {
+        let mut cmd = Command::new(GROVE);
+        self.env(&mut cmd);
+        cmd.current_dir(dir).stdin(Stdio::null());
+        cmd
+    }
+
+    /// `git` with the sandbox environment, started in `dir`.
+    pub fn git(&self, dir: &Path, args: &[&str]) -> String {
+        let mut cmd = Command::new("git");
+        self.env(&mut cmd);
+        let out = cmd.args(args).current_dir(dir).output().expect("run git");
+        assert!(
+            out.status.success(),
+            "git {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .trim_end()
+            .to_string()
+    }
+
+    /// A new repository `name` with one commit (README.md), on branch main.
+    pub fn repo(&self, name: &str) -> PathBuf {
+        let dir = self.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        self.git(&dir, &["init", "-q"]);
+        std::fs::write(dir.join("README.md"), "# test\n").unwrap();
+        self.git(&dir, &["add", "."]);
+        self.git(&dir, &["commit", "-q", "-m", "initial"]);
+        dir
+    }
+
+    /// A plain directory `name` (no repository).
+    pub fn dir(&self, name: &str) -> PathBuf {
+        let dir = self.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+}
+
+/// Runs `cmd`, returning its output (never panics on a failing status).
+pub fn run(cmd: &mut Command) -> Output {
+    cmd.output().expect("spawn grove")
+}
+
+/// Runs `cmd` and asserts it succeeded; returns stdout.
+#[track_caller]
+pub fn ok(cmd: &mut Command) -> String {
+    let out = run(cmd);
+    assert!(
+        out.status.success(),
+        "command failed ({:?})\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs `cmd` and asserts it exited with `code`; returns stderr.
+#[track_caller]
+pub fn fails_with(cmd: &mut Command, code: i32) -> String {
+    let out = run(cmd);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "expected exit {code}\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stderr).unwrap()
+}
+
+/// Runs `cmd` with `input` on stdin; returns the output.
+pub fn run_with_stdin(cmd: &mut Command, input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+/// Parses stdout as JSON.
+pub fn json(stdout: &str) -> serde_json::Value {
+    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+/// Copies a directory tree (fixtures are copied, never used in place).
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// The repository's `fixtures/` directory.
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+/// Every file under `dir` with its bytes, for before/after comparisons.
+pub fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries {
+            let e = e.unwrap();
+            let ft = e.file_type().unwrap();
+            if ft.is_dir() {
+                stack.push(e.path());
+            } else if ft.is_file() {
+                out.push((e.path(), std::fs::read(e.path()).unwrap()));
+            } else {
+                out.push((e.path(), Vec::new()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Creates a thread with `grove new --no-worktree` in `dir`; returns its id.
+pub fn new_thread(sb: &Sandbox, dir: &Path, title: &str) -> String {
+    let out = ok(sb
+        .grove(dir)
+        .args(["new", "--no-worktree", title, "--json"]));
+    json(&out)["threadId"].as_str().unwrap().to_string()
+}
+
+/// The lines of a thread's messages.jsonl parsed as JSON.
+pub fn message_lines(thread_dir: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(thread_dir.join("messages.jsonl")).unwrap();
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Reads a JSON file.
+pub fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}

@@ -48,11 +48,6 @@ impl Output {
         Style(self.color_stdout)
     }
 
-    /// Whether stderr is an interactive terminal (for prompts and spinners).
-    pub fn stderr_is_terminal(&self) -> bool {
-        std::io::stderr().is_terminal()
-    }
-
     /// A status line on stderr.
     pub fn status(&self, message: &str) {
         eprintln!("{message}");

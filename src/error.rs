@@ -62,6 +62,15 @@ pub enum Error {
     /// A git operation failed.
     #[error("git: {0}")]
     Git(String),
+
+    /// grove will not do this because it could lose work; the message says why
+    /// and how to override.
+    #[error("{0}")]
+    Refused(String),
+
+    /// Anything else, with a message that says what and how to fix it.
+    #[error("{0}")]
+    Other(String),
 }
 
 impl Error {

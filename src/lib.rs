@@ -24,11 +24,17 @@
 //! ```
 
 pub mod atsf;
+pub mod cache;
+pub mod discovery;
 mod error;
 pub mod fsutil;
 pub mod git;
+pub mod gitcmd;
+pub mod home;
+pub mod hooks;
 pub mod project;
 pub mod store;
 pub mod threads;
+pub mod worktree;
 
 pub use error::{Error, Result};

@@ -11,8 +11,11 @@ use crate::store::Store;
 /// the directory itself outside a repository.
 #[derive(Debug, Clone)]
 pub struct Project {
-    /// Absolute, canonical project root.
+    /// Absolute, canonical project root (the current worktree's root).
     pub root: PathBuf,
+    /// Root of the main working tree: where `config.json` and its
+    /// `worktreeHooks` are read from. Equal to `root` outside linked worktrees.
+    pub main_root: PathBuf,
     /// Absolute, canonical directory grove was started from.
     pub cwd: PathBuf,
     /// Git state, when inside a repository.
@@ -28,12 +31,26 @@ impl Project {
             .as_ref()
             .map(|g| g.workdir.clone())
             .unwrap_or_else(|| cwd.clone());
-        Ok(Project { root, cwd, git })
+        let main_root = git
+            .as_ref()
+            .map(|g| g.main_root.clone())
+            .unwrap_or_else(|| root.clone());
+        Ok(Project {
+            root,
+            main_root,
+            cwd,
+            git,
+        })
     }
 
-    /// The project's `.agent/` store.
+    /// The `.agent/` store of the worktree grove runs in.
     pub fn store(&self) -> Store {
         Store::for_project(&self.root)
+    }
+
+    /// The main working tree's `.agent/` store (its config holds the hooks).
+    pub fn main_store(&self) -> Store {
+        Store::for_project(&self.main_root)
     }
 
     /// The `context` a thread started here records.

@@ -2,12 +2,17 @@
 //! where errors become messages and exit codes.
 
 mod append;
+mod gc;
 mod init;
 mod list;
 mod new;
 mod output;
+mod path;
+mod progress;
 mod repair;
+mod rm;
 mod show;
+mod trust;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,6 +26,8 @@ pub mod exit {
     pub const SUCCESS: u8 = 0;
     pub const ERROR: u8 = 1;
     pub const USAGE: u8 = 2;
+    /// `grove new --strict`: a hook failed or timed out (the worktree is kept).
+    pub const HOOK_FAILED: u8 = 3;
 }
 
 #[derive(Parser)]
@@ -29,7 +36,7 @@ pub mod exit {
     version,
     about = "Start AI agent tasks in isolated git worktrees and keep their conversations next to the code",
     long_about = None,
-    after_help = "Exit codes: 0 success, 1 error, 2 usage error.\nThreads are stored in the Agent Thread Storage Format v1.1 under .agent/threads/."
+    after_help = "Exit codes: 0 success, 1 error, 2 usage error, 3 a hook failed (new --strict).\nThreads are stored in the Agent Thread Storage Format v1.1 under .agent/threads/."
 )]
 struct Cli {
     /// Run as if grove was started in DIR (like `git -C`).
@@ -52,6 +59,10 @@ enum Command {
     Show(show::Args),
     List(list::Args),
     Repair(repair::Args),
+    Rm(rm::Args),
+    Path(path::Args),
+    Gc(gc::Args),
+    Trust(trust::Args),
 }
 
 /// A mistake in how grove was called, reported with exit code 2.
@@ -93,6 +104,10 @@ fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Show(args) => show::run(args, &cwd, out),
         Command::List(args) => list::run(args, &cwd, out),
         Command::Repair(args) => repair::run(args, &cwd, out),
+        Command::Rm(args) => rm::run(args, &cwd, out),
+        Command::Path(args) => path::run(args, &cwd, out),
+        Command::Gc(args) => gc::run(args, &cwd, out),
+        Command::Trust(args) => trust::run(args, &cwd, out),
     }
 }
 
@@ -119,8 +134,9 @@ fn report(out: &Output, err: &anyhow::Error) -> ExitCode {
     ExitCode::from(code)
 }
 
-/// Opens the project containing `cwd` and resolves THREAD in its store.
+/// Finds THREAD (id or unique prefix) anywhere grove looks: the project's
+/// `.agent/`, its worktrees', and the cache.
 pub fn resolve_thread(cwd: &std::path::Path, query: &str) -> anyhow::Result<grove::store::Thread> {
     let project = grove::project::Project::discover(cwd)?;
-    Ok(project.store().resolve(query)?)
+    Ok(grove::discovery::resolve(&project, query)?.thread)
 }

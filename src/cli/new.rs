@@ -1,29 +1,63 @@
 //! `grove new`
 
-use std::path::Path;
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
 
+use grove::atsf::PostSetupCommand;
 use grove::project::Project;
 use grove::threads;
+use grove::worktree::{self, NewTask};
 
-use super::{Output, UsageError};
+use super::{Output, progress::Reporter};
 
-/// Start a new agent task: a thread (and, by default, its own branch and worktree).
+/// Start a new agent task: a branch, a worktree with the project's setup
+/// applied, and a thread inside it. Prints the worktree path.
+///
+/// `cd "$(grove new "Fix the login bug")"` enters the new worktree.
 #[derive(clap::Args)]
 pub struct Args {
     /// Title of the thread; defaults to the first line of --prompt.
     title: Option<String>,
 
+    /// First user message (after the config's initialPrompt).
+    #[arg(long, value_name = "TEXT")]
+    prompt: Option<String>,
+
     /// Agent id recorded in the thread (default: the project's defaults.agentId, else "unknown").
     #[arg(long, value_name = "ID")]
     agent: Option<String>,
 
-    /// First user message of the thread.
-    #[arg(long, value_name = "TEXT")]
-    prompt: Option<String>,
+    /// Branch to create (or an existing branch not checked out elsewhere). Default: <prefix><short id>.
+    #[arg(long, value_name = "NAME")]
+    branch: Option<String>,
+
+    /// Revision the new branch starts from (default: HEAD).
+    #[arg(long, value_name = "REV")]
+    base: Option<String>,
+
+    /// Where to create the worktree (default: <data dir>/worktrees/<repo>/thread-<id8>).
+    #[arg(long, value_name = "PATH")]
+    dir: Option<PathBuf>,
 
     /// Create the thread in the project's own .agent/ instead of a new worktree.
     #[arg(long)]
     no_worktree: bool,
+
+    /// Do not apply worktreeHooks (symlinks, commands, initial prompt).
+    #[arg(long)]
+    no_hooks: bool,
+
+    /// Trust this repository's postSetupCommands as they are now, without asking.
+    #[arg(long)]
+    trust: bool,
+
+    /// Exit with code 3 when a hook failed or timed out (the worktree is kept).
+    #[arg(long)]
+    strict: bool,
+
+    /// Run CMD in the new worktree afterwards (through the shell), with GROVE_PROMPT set.
+    #[arg(long, value_name = "CMD")]
+    exec: Option<String>,
 
     /// Print the result as a JSON object.
     #[arg(long)]
@@ -32,25 +66,92 @@ pub struct Args {
 
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let project = Project::discover(cwd)?;
-    let store = project.store();
-    let config = store.config()?;
+    let config = project.main_store().config()?;
     let use_worktree = !args.no_worktree
         && config
             .as_ref()
             .and_then(|c| c.defaults.as_ref()?.use_worktree)
             .unwrap_or(true);
-    if use_worktree {
-        return Err(UsageError(
-            "creating a worktree for the thread is not available yet; pass --no-worktree".into(),
-        )
-        .into());
-    }
     let title = thread_title(args.title.as_deref(), args.prompt.as_deref());
     let agent = threads::choose_agent(args.agent.as_deref(), config.as_ref());
-    let meta = threads::new_meta(&title, &agent, project.context());
-    let prompts: Vec<String> = args.prompt.into_iter().collect();
-    let (thread, meta) = threads::start(&store, &meta, &prompts)?;
+    if !use_worktree {
+        return new_local(&project, &title, &agent, args.prompt, args.json, out);
+    }
+    let task = NewTask {
+        title,
+        agent,
+        prompt: args.prompt.clone(),
+        branch: args.branch,
+        base: args.base,
+        dir: args.dir,
+        hooks: !args.no_hooks,
+        trust: args.trust,
+    };
+    let reporter = Reporter::new(false);
+    let created = worktree::create(&project, &task, &reporter, &ask_trust)?;
+    drop(reporter);
+    let failed = created.hooks.iter().filter(|h| h.is_failure()).count();
+    let ran = created.hooks.len();
+    if ran > 0 {
+        out.status(&format!(
+            "grove: {} hook(s): {} ok, {failed} failed, {} skipped",
+            ran,
+            created
+                .hooks
+                .iter()
+                .filter(|h| h.status == grove::hooks::HookStatus::Ok)
+                .count(),
+            created
+                .hooks
+                .iter()
+                .filter(|h| h.status == grove::hooks::HookStatus::Skipped)
+                .count(),
+        ));
+    }
+    out.status(&format!(
+        "grove: created {} on branch {} (thread {})",
+        created.worktree.display(),
+        created.branch,
+        created.meta.thread_id
+    ));
     if args.json {
+        out.json(&serde_json::json!({
+            "threadId": created.meta.thread_id,
+            "title": created.meta.title,
+            "branch": created.branch,
+            "worktreePath": created.worktree,
+            "threadDir": created.thread.dir(),
+            "hooks": created.hooks,
+        }))?;
+    } else {
+        out.line(&created.worktree.display().to_string())?;
+    }
+    if let Some(cmd) = args.exec {
+        let prompt = args.prompt.unwrap_or_default();
+        let status = exec_in(&cmd, &created.worktree, &prompt, &created.meta.thread_id)?;
+        if status != 0 {
+            return Ok(u8::try_from(status).unwrap_or(super::exit::ERROR));
+        }
+    }
+    if args.strict && failed > 0 {
+        return Ok(super::exit::HOOK_FAILED);
+    }
+    Ok(super::exit::SUCCESS)
+}
+
+fn new_local(
+    project: &Project,
+    title: &str,
+    agent: &str,
+    prompt: Option<String>,
+    json: bool,
+    out: &Output,
+) -> anyhow::Result<u8> {
+    let store = project.store();
+    let meta = threads::new_meta(title, agent, project.context());
+    let prompts: Vec<String> = prompt.into_iter().collect();
+    let (thread, meta) = threads::start(&store, &meta, &prompts)?;
+    if json {
         out.json(&serde_json::json!({
             "threadId": meta.thread_id,
             "title": meta.title,
@@ -67,6 +168,52 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         out.line(&meta.thread_id)?;
     }
     Ok(super::exit::SUCCESS)
+}
+
+/// Asks on a terminal whether the repository's commands may run.
+fn ask_trust(commands: &[PostSetupCommand]) -> bool {
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return false;
+    }
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(
+        err,
+        "This repository's .agent/config.json wants to run in the new worktree:"
+    );
+    for c in commands {
+        let _ = writeln!(err, "  $ {}", c.command);
+    }
+    let _ = write!(err, "Trust these commands for this repository? [y/N] ");
+    let _ = err.flush();
+    let mut answer = String::new();
+    if std::io::stdin().lock().read_line(&mut answer).is_err() {
+        return false;
+    }
+    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
+/// Runs `--exec CMD` in the worktree through the shell; returns its exit code.
+fn exec_in(cmd: &str, worktree: &Path, prompt: &str, id: &str) -> anyhow::Result<i32> {
+    #[cfg(windows)]
+    let expr = duct::cmd("cmd", ["/C", cmd]);
+    #[cfg(not(windows))]
+    let expr = duct::cmd("sh", ["-c", cmd]);
+    let mut expr = expr
+        .dir(worktree)
+        .env("GROVE_PROMPT", prompt)
+        .env("GROVE_THREAD_ID", id)
+        .env("GROVE_WORKTREE", worktree)
+        .unchecked();
+    // Piped, grove's stdout carries the worktree path alone; the command's
+    // output goes to stderr. On a terminal the agent gets the terminal.
+    if !std::io::stdout().is_terminal() {
+        expr = expr.stdout_to_stderr();
+    }
+    let status = expr
+        .run()
+        .map_err(|e| anyhow::anyhow!("could not run --exec {cmd:?}: {e}"))?
+        .status;
+    Ok(status.code().unwrap_or(1))
 }
 
 /// The explicit title, else the prompt's first line, else "Untitled".

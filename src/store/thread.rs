@@ -155,6 +155,16 @@ impl Thread {
         })
     }
 
+    /// Changes `thread.json` under the thread's lock, so it cannot race an append.
+    pub fn update_meta(&self, change: impl FnOnce(&mut ThreadMeta)) -> Result<ThreadMeta> {
+        self.meta()?;
+        let _lock = open_locked(&self.messages_path())?;
+        let mut meta = self.meta()?;
+        change(&mut meta);
+        self.write_meta(&meta)?;
+        Ok(meta)
+    }
+
     /// Sets aside a torn tail, recomputes `stats` from `messages.jsonl` and
     /// reports malformed lines (which are kept: nothing is deleted).
     pub fn repair(&self) -> Result<RepairReport> {

@@ -1,0 +1,147 @@
+//! `grove gc`
+
+use std::io::IsTerminal;
+use std::path::Path;
+
+use grove::discovery::{self, Options};
+use grove::project::Project;
+use grove::worktree::gc::{self, Criteria};
+use grove::worktree::{self, RemoveOptions, Repo};
+use serde_json::json;
+
+use super::{Output, UsageError};
+
+/// Remove stale worktrees: merged into the default branch, missing, or idle.
+///
+/// Without --yes it only shows what it would do. Locked worktrees are never
+/// touched; dirty or unpushed ones are skipped unless --force. With no
+/// criterion given, --merged and --missing are used.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Worktrees whose branch is integrated into the default branch.
+    #[arg(long)]
+    merged: bool,
+
+    /// Worktrees whose directory is gone.
+    #[arg(long)]
+    missing: bool,
+
+    /// Worktrees whose thread was not updated for DURATION (e.g. 14d, 12h, 2w).
+    #[arg(long, value_name = "DURATION")]
+    older_than: Option<String>,
+
+    /// Only show what would be removed (the default without --yes).
+    #[arg(long, conflicts_with = "yes")]
+    dry_run: bool,
+
+    /// Remove them.
+    #[arg(long)]
+    yes: bool,
+
+    /// Also remove dirty or unpushed worktrees (and their unmerged branches).
+    #[arg(long)]
+    force: bool,
+
+    /// Print the plan (or what was done) as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
+    let older_than = match &args.older_than {
+        Some(s) => Some(gc::parse_duration(s).map_err(UsageError)?),
+        None => None,
+    };
+    let mut criteria = Criteria {
+        merged: args.merged,
+        missing: args.missing,
+        older_than,
+    };
+    if !criteria.merged && !criteria.missing && criteria.older_than.is_none() {
+        criteria.merged = true;
+        criteria.missing = true;
+    }
+    let project = Project::discover(cwd)?;
+    if project.git.is_none() {
+        anyhow::bail!("{} is not in a git repository", cwd.display());
+    }
+    let repo = Repo::new(&project.main_root)?;
+    let found = discovery::discover(
+        &project,
+        Options {
+            all_repos: false,
+            statuses: true,
+        },
+    )?;
+    let mut picked = gc::select(&found.threads, criteria, jiff::Timestamp::now());
+    let apply = args.yes && !args.dry_run;
+
+    if apply {
+        let todo = picked.iter().filter(|(_, c)| c.skip.is_none()).count() as u64;
+        let bar = (todo > 1 && std::io::stderr().is_terminal())
+            .then(|| indicatif::ProgressBar::new(todo));
+        for (i, candidate) in picked.iter_mut() {
+            if candidate.skip.is_some() {
+                continue;
+            }
+            let f = &found.threads[*i];
+            if let Some(bar) = &bar {
+                bar.set_message(candidate.title.clone());
+            }
+            let options = RemoveOptions {
+                force: args.force,
+                keep_branch: false,
+                purge: false,
+            };
+            if let Err(e) = worktree::remove(&repo, f, options) {
+                candidate.skip = Some(e.to_string());
+            }
+            if let Some(bar) = &bar {
+                bar.inc(1);
+            }
+        }
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+    } else if !args.force {
+        // Show now what removal would refuse.
+        for (i, candidate) in picked.iter_mut() {
+            if candidate.skip.is_none() {
+                let reasons = worktree::unsafe_reasons(&repo, &found.threads[*i])?;
+                if !reasons.is_empty() {
+                    candidate.skip =
+                        Some(format!("{}; --force removes it anyway", reasons.join("; ")));
+                }
+            }
+        }
+    }
+
+    let candidates: Vec<_> = picked.into_iter().map(|(_, c)| c).collect();
+    if args.json {
+        out.json(&json!({ "applied": apply, "worktrees": candidates }))?;
+        return Ok(super::exit::SUCCESS);
+    }
+    if candidates.is_empty() {
+        out.status("grove: nothing to clean up");
+        return Ok(super::exit::SUCCESS);
+    }
+    for c in &candidates {
+        let action = match (&c.skip, apply) {
+            (Some(why), _) => format!("skip ({why})"),
+            (None, true) => "removed".to_string(),
+            (None, false) => "would remove".to_string(),
+        };
+        out.line(&format!(
+            "{}  {}  [{}]  {}  {}",
+            &c.thread_id.chars().take(8).collect::<String>(),
+            c.worktree_path.as_deref().unwrap_or("-"),
+            c.reasons.join(", "),
+            action,
+            c.title
+        ))?;
+    }
+    if !apply {
+        out.status("grove: dry run; pass --yes to remove");
+    }
+    Ok(super::exit::SUCCESS)
+}

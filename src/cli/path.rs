@@ -1,0 +1,44 @@
+//! `grove path`
+
+use std::path::Path;
+
+use grove::discovery;
+use grove::project::Project;
+
+use super::Output;
+
+/// Print the worktree path of a thread (`cd "$(grove path 1a2b)"`).
+#[derive(clap::Args)]
+pub struct Args {
+    /// Thread id or a unique prefix of it.
+    thread: String,
+
+    /// Print {threadId, worktreePath, status} as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
+    let project = Project::discover(cwd)?;
+    let found = discovery::resolve(&project, &args.thread)?;
+    let Some(path) = &found.worktree else {
+        anyhow::bail!(
+            "thread {} has no worktree; its files are in {}",
+            found.meta.thread_id,
+            found.thread.dir().display()
+        );
+    };
+    if !path.is_dir() {
+        out.warn(&format!("the worktree {} no longer exists", path.display()));
+    }
+    if args.json {
+        out.json(&serde_json::json!({
+            "threadId": found.meta.thread_id,
+            "worktreePath": path,
+            "status": found.status,
+        }))?;
+    } else {
+        out.line(&path.display().to_string())?;
+    }
+    Ok(super::exit::SUCCESS)
+}

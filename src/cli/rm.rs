@@ -1,0 +1,61 @@
+//! `grove rm`
+
+use std::path::Path;
+
+use grove::discovery;
+use grove::project::Project;
+use grove::worktree::{self, RemoveOptions, Repo};
+
+use super::Output;
+
+/// Remove a task's worktree and branch, keeping its thread in grove's cache.
+///
+/// Refuses, saying why, when the worktree has uncommitted changes or commits
+/// that are neither pushed to its upstream nor merged into the default
+/// branch. Only a merged branch (or one without commits) is deleted without
+/// --force; a branch that existed before grove used it is never deleted.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Thread id or a unique prefix of it.
+    thread: String,
+
+    /// Remove even with uncommitted or unpushed work, and delete an unmerged branch.
+    #[arg(long)]
+    force: bool,
+
+    /// Keep the branch.
+    #[arg(long)]
+    keep_branch: bool,
+
+    /// Do not keep the thread in the cache: its conversation is deleted with the worktree.
+    #[arg(long)]
+    purge: bool,
+
+    /// Print what was done as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
+    let project = Project::discover(cwd)?;
+    let found = discovery::resolve(&project, &args.thread)?;
+    let repo = Repo::new(&found.repo_root)?;
+    let options = RemoveOptions {
+        force: args.force,
+        keep_branch: args.keep_branch,
+        purge: args.purge,
+    };
+    let removed = worktree::remove(&repo, &found, options)?;
+    if let Some(why) = &removed.branch_kept {
+        out.status(&format!("grove: kept branch: {why}"));
+    }
+    if let Some(dir) = &removed.cached_at {
+        out.status(&format!("grove: thread kept in {}", dir.display()));
+    }
+    if args.json {
+        out.json(&removed)?;
+    } else {
+        out.line(&removed.worktree_path.display().to_string())?;
+    }
+    Ok(super::exit::SUCCESS)
+}

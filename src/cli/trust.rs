@@ -1,0 +1,50 @@
+//! `grove trust`
+
+use std::path::Path;
+
+use grove::hooks::{TrustStore, commands_hash};
+use grove::project::Project;
+
+use super::Output;
+
+/// Trust this repository's worktreeHooks.postSetupCommands as they are now.
+///
+/// Commands come from a file in the repository, so grove runs them only
+/// once you have trusted that exact list; a changed list must be trusted again.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Print {repoRoot, hash, commands} as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
+    let project = Project::discover(cwd)?;
+    let config = project.main_store().config()?;
+    let commands = config
+        .and_then(|c| c.worktree_hooks?.post_setup_commands)
+        .unwrap_or_default();
+    if commands.is_empty() {
+        out.status("grove: this repository's .agent/config.json has no postSetupCommands; nothing to trust");
+        return Ok(super::exit::SUCCESS);
+    }
+    let hash = commands_hash(&commands);
+    TrustStore::open()?.trust(&project.main_root, &hash)?;
+    if args.json {
+        let list: Vec<&str> = commands.iter().map(|c| c.command.as_str()).collect();
+        out.json(
+            &serde_json::json!({"repoRoot": project.main_root, "hash": hash, "commands": list}),
+        )?;
+    } else {
+        for c in &commands {
+            out.status(&format!("  $ {}", c.command));
+        }
+        out.status(&format!(
+            "grove: trusted these {} command(s) for {}",
+            commands.len(),
+            project.main_root.display()
+        ));
+        out.line(&hash)?;
+    }
+    Ok(super::exit::SUCCESS)
+}

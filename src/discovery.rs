@@ -1,0 +1,382 @@
+//! Finding every thread grove knows of: the main `.agent/`, the `.agent/` of
+//! every worktree git knows, and the cache — each with a status.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::atsf::ThreadMeta;
+use crate::cache::{self, CacheRecord, CacheState};
+use crate::error::{Error, Result};
+use crate::project::Project;
+use crate::store::{Store, Thread, resolve_prefix};
+use crate::worktree::{Repo, WorktreeEntry, is_dirty};
+
+/// Where a thread stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Status {
+    /// In the main `.agent/`, without a worktree of its own.
+    Local,
+    /// Its worktree exists and has no uncommitted changes.
+    Live,
+    /// Its worktree has uncommitted changes.
+    Dirty,
+    /// Its branch has commits and all are integrated into the default branch.
+    Merged,
+    /// Git still knows its worktree, but the directory is gone.
+    Missing,
+    /// Its worktree was removed; the thread lives in the cache.
+    Removed,
+}
+
+impl Status {
+    /// The status as printed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Local => "local",
+            Status::Live => "live",
+            Status::Dirty => "dirty",
+            Status::Merged => "merged",
+            Status::Missing => "missing",
+            Status::Removed => "removed",
+        }
+    }
+}
+
+/// A thread and where it was found.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub thread: Thread,
+    pub meta: ThreadMeta,
+    pub status: Status,
+    /// The worktree the thread belongs to, if any.
+    pub worktree: Option<PathBuf>,
+    pub branch: Option<String>,
+    /// Git's lock reason when the worktree is locked.
+    pub locked: Option<String>,
+    /// Root of the repository's main working tree.
+    pub repo_root: PathBuf,
+    /// Whether the thread was read from the cache.
+    pub from_cache: bool,
+}
+
+/// What to find.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Also other repositories' cached threads.
+    pub all_repos: bool,
+    /// Compute `dirty`/`merged` (costs a status per worktree).
+    pub statuses: bool,
+}
+
+/// Everything found, and the threads that could not be read.
+#[derive(Debug, Default)]
+pub struct Discovered {
+    pub threads: Vec<Found>,
+    pub errors: Vec<Error>,
+}
+
+/// Finds the threads of `project`'s repository.
+pub fn discover(project: &Project, options: Options) -> Result<Discovered> {
+    let mut out = Discovered::default();
+    let main_root = project.main_root.clone();
+    let main_listing = project.main_store().list()?;
+    out.errors.extend(main_listing.errors);
+    for t in main_listing.threads {
+        out.threads.push(Found {
+            status: Status::Local,
+            worktree: None,
+            branch: t.meta.context.git_branch.clone(),
+            locked: None,
+            repo_root: main_root.clone(),
+            from_cache: false,
+            thread: t.thread,
+            meta: t.meta,
+        });
+    }
+    let mut seen: HashSet<String> = out
+        .threads
+        .iter()
+        .map(|f| f.meta.thread_id.clone())
+        .collect();
+
+    let repo = match &project.git {
+        Some(_) => Some(Repo::new(&main_root)?),
+        None => None,
+    };
+    let cached = cache::list(Some(&main_root))?;
+    if let Some(repo) = &repo {
+        finish_interrupted_removals(repo, &cached)?;
+        let worktrees: Vec<WorktreeEntry> = repo
+            .worktrees()?
+            .into_iter()
+            .filter(|w| {
+                !w.bare
+                    && w.path.canonicalize().ok().as_deref() != Some(main_root.as_path())
+                    && w.path != main_root
+            })
+            .collect();
+        let mut live = Vec::new();
+        for wt in &worktrees {
+            if !wt.path.is_dir() {
+                for c in cached
+                    .iter()
+                    .filter(|c| Path::new(&c.record.worktree_path) == wt.path)
+                {
+                    if seen.insert(c.meta.thread_id.clone()) {
+                        out.threads
+                            .push(from_cache(c, Status::Missing, wt.locked.clone()));
+                    }
+                }
+                continue;
+            }
+            let listing = Store::for_project(&wt.path).list()?;
+            out.errors.extend(listing.errors);
+            for t in listing.threads {
+                if !seen.insert(t.meta.thread_id.clone()) {
+                    continue;
+                }
+                let record = CacheRecord {
+                    repo_root: main_root.to_string_lossy().into_owned(),
+                    worktree_path: wt.path.to_string_lossy().into_owned(),
+                    branch: wt.branch.clone().unwrap_or_default(),
+                    state: CacheState::Live,
+                    cached_at: crate::atsf::now_timestamp(),
+                };
+                if t.meta.context.worktree.is_some() {
+                    // Keep the cache current whenever a live thread is read.
+                    let _ = cache::refresh(&main_root, &t.thread, &record);
+                }
+                live.push(out.threads.len());
+                out.threads.push(Found {
+                    status: Status::Live,
+                    worktree: Some(wt.path.clone()),
+                    branch: wt.branch.clone(),
+                    locked: wt.locked.clone(),
+                    repo_root: main_root.clone(),
+                    from_cache: false,
+                    thread: t.thread,
+                    meta: t.meta,
+                });
+            }
+        }
+        if options.statuses {
+            compute_statuses(repo, &mut out.threads, &live)?;
+        }
+    }
+    for c in &cached {
+        if seen.insert(c.meta.thread_id.clone()) {
+            out.threads.push(from_cache(c, Status::Removed, None));
+        }
+    }
+    if options.all_repos {
+        for c in cache::list(None)? {
+            if Path::new(&c.record.repo_root) != main_root && seen.insert(c.meta.thread_id.clone())
+            {
+                out.threads.push(from_cache(&c, Status::Removed, None));
+            }
+        }
+    }
+    sort_newest_first(&mut out.threads);
+    Ok(out)
+}
+
+fn from_cache(c: &cache::CachedThread, status: Status, locked: Option<String>) -> Found {
+    Found {
+        thread: c.thread.clone(),
+        meta: c.meta.clone(),
+        status,
+        worktree: Some(PathBuf::from(&c.record.worktree_path)),
+        branch: Some(c.record.branch.clone()),
+        locked,
+        repo_root: PathBuf::from(&c.record.repo_root),
+        from_cache: true,
+    }
+}
+
+/// A `grove rm` that stopped after caching: if the directory is gone, let
+/// git forget it and mark the thread removed; if it is still there, it is live.
+fn finish_interrupted_removals(repo: &Repo, cached: &[cache::CachedThread]) -> Result<()> {
+    let mut pruned = false;
+    for c in cached
+        .iter()
+        .filter(|c| c.record.state == CacheState::Removing)
+    {
+        if Path::new(&c.record.worktree_path).exists() {
+            cache::set_state(&repo.main_root, &c.meta.thread_id, CacheState::Live)?;
+        } else {
+            if !pruned {
+                repo.prune()?;
+                pruned = true;
+            }
+            cache::set_state(&repo.main_root, &c.meta.thread_id, CacheState::Removed)?;
+        }
+    }
+    Ok(())
+}
+
+/// Dirty / merged / live for the worktree threads at `indices`, one worktree
+/// per task, spread over the cores.
+fn compute_statuses(repo: &Repo, threads: &mut [Found], indices: &[usize]) -> Result<()> {
+    let default_refs = repo.default_branch_refs()?;
+    let jobs: Vec<(usize, PathBuf, Option<String>, Option<String>)> = indices
+        .iter()
+        .map(|&i| {
+            let f = &threads[i];
+            let base = f
+                .meta
+                .context
+                .extra
+                .get("baseCommit")
+                .and_then(|v| v.as_str())
+                .map(str::to_string);
+            (
+                i,
+                f.worktree.clone().unwrap_or_default(),
+                f.branch.clone(),
+                base,
+            )
+        })
+        .collect();
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8);
+    let chunk = jobs.len().div_ceil(workers).max(1);
+    let results: Vec<(usize, Status)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = jobs
+            .chunks(chunk)
+            .map(|part| {
+                let default_refs = &default_refs;
+                scope.spawn(move || {
+                    let main = git2::Repository::open(&repo.main_root).ok();
+                    part.iter()
+                        .map(|(i, path, branch, base)| {
+                            (
+                                *i,
+                                worktree_status(
+                                    repo,
+                                    main.as_ref(),
+                                    path,
+                                    branch.as_deref(),
+                                    base.as_deref(),
+                                    default_refs,
+                                ),
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    for (i, status) in results {
+        threads[i].status = status;
+    }
+    Ok(())
+}
+
+fn worktree_status(
+    repo: &Repo,
+    main: Option<&git2::Repository>,
+    path: &Path,
+    branch: Option<&str>,
+    base: Option<&str>,
+    default_refs: &[String],
+) -> Status {
+    if is_dirty(path).unwrap_or(false) {
+        return Status::Dirty;
+    }
+    let Some(branch) = branch else {
+        return Status::Live;
+    };
+    if is_merged(repo, main, branch, base, default_refs).unwrap_or(false) {
+        Status::Merged
+    } else {
+        Status::Live
+    }
+}
+
+/// A branch is merged when it has commits of its own (its tip is not its
+/// base) and its tip is contained in the default branch. A fresh task with
+/// no commits is not "merged".
+pub fn is_merged(
+    repo: &Repo,
+    main: Option<&git2::Repository>,
+    branch: &str,
+    base: Option<&str>,
+    default_refs: &[String],
+) -> Result<bool> {
+    if let Some(git) = main {
+        let tip = git.refname_to_id(&format!("refs/heads/{branch}"))?;
+        if base.is_some_and(|b| b == tip.to_string()) {
+            return Ok(false);
+        }
+        for r in default_refs {
+            let target = git.refname_to_id(r)?;
+            if target == tip || git.graph_descendant_of(target, tip)? {
+                return Ok(true);
+            }
+        }
+        return Ok(false);
+    }
+    let tip = repo
+        .resolve_commit(&format!("refs/heads/{branch}"))?
+        .unwrap_or_default();
+    if tip.is_empty() || base == Some(tip.as_str()) {
+        return Ok(false);
+    }
+    repo.is_integrated(&tip, default_refs)
+}
+
+fn sort_newest_first(threads: &mut [Found]) {
+    let key = |f: &Found| -> (Option<jiff::Timestamp>, Option<jiff::Timestamp>) {
+        (
+            f.meta.updated_at.parse().ok(),
+            f.meta.created_at.parse().ok(),
+        )
+    };
+    threads.sort_by(|a, b| {
+        key(b)
+            .cmp(&key(a))
+            .then_with(|| a.meta.thread_id.cmp(&b.meta.thread_id))
+    });
+}
+
+/// Finds the thread named by `query` (an id or unique prefix) anywhere in
+/// the repository: main `.agent/`, worktrees, cache.
+pub fn resolve(project: &Project, query: &str) -> Result<Found> {
+    crate::store::validate_thread_id(query)?;
+    let found = discover(
+        project,
+        Options {
+            all_repos: true,
+            statuses: false,
+        },
+    )?;
+    let ids: Vec<&str> = found
+        .threads
+        .iter()
+        .map(|f| f.meta.thread_id.as_str())
+        .collect();
+    let Some(id) = resolve_prefix(query, ids.iter().copied())? else {
+        return Err(Error::ThreadNotFound {
+            query: query.to_string(),
+            dir: project.main_store().threads_dir(),
+        });
+    };
+    let id = id.to_string();
+    found
+        .threads
+        .into_iter()
+        .find(|f| f.meta.thread_id == id)
+        .ok_or(Error::ThreadNotFound {
+            query: query.to_string(),
+            dir: project.main_store().threads_dir(),
+        })
+}

@@ -1,0 +1,90 @@
+//! Every run of the `git` binary goes through here.
+//!
+//! Mutations (worktree add/remove, branch create/delete) use the real git so
+//! the user's config, hooks, LFS and sparse checkout behave as for
+//! `git worktree add`. Variables a calling git may have exported
+//! (`GIT_DIR`, `GIT_WORK_TREE`, …) are removed so grove never acts on the
+//! wrong repository when it runs inside a git hook.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+const SCRUBBED: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_PREFIX",
+];
+
+/// The git binary found on `PATH`.
+#[derive(Debug, Clone)]
+pub struct Git {
+    program: PathBuf,
+}
+
+/// A finished git command.
+#[derive(Debug)]
+pub struct GitOutput {
+    pub success: bool,
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Git {
+    /// Finds `git` on `PATH`.
+    pub fn find() -> Result<Self> {
+        let program = which::which("git")
+            .map_err(|_| Error::Git("the git binary was not found on PATH; install git".into()))?;
+        Ok(Git { program })
+    }
+
+    /// Runs `git -C dir args…` and returns its output whatever the exit code.
+    pub fn output(&self, dir: &Path, args: &[&str]) -> Result<GitOutput> {
+        let mut expr = duct::cmd(&self.program, args)
+            .dir(dir)
+            .stdin_null()
+            .stdout_capture()
+            .stderr_capture()
+            .unchecked();
+        for var in SCRUBBED {
+            expr = expr.env_remove(var);
+        }
+        let out = expr
+            .run()
+            .map_err(|e| Error::Git(format!("could not run git {}: {e}", args.join(" "))))?;
+        Ok(GitOutput {
+            success: out.status.success(),
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+
+    /// Runs git and fails with git's own message when it exits non-zero.
+    /// Returns stdout with the trailing newline removed.
+    pub fn run(&self, dir: &Path, args: &[&str]) -> Result<String> {
+        let out = self.output(dir, args)?;
+        if !out.success {
+            return Err(Error::Git(format!(
+                "`git {}` failed: {}",
+                args.join(" "),
+                if out.stderr.is_empty() {
+                    "no message"
+                } else {
+                    &out.stderr
+                }
+            )));
+        }
+        Ok(out.stdout.trim_end_matches(['\n', '\r']).to_string())
+    }
+
+    /// Whether git exits 0 (for predicates like `merge-base --is-ancestor`).
+    pub fn check(&self, dir: &Path, args: &[&str]) -> Result<bool> {
+        Ok(self.output(dir, args)?.success)
+    }
+}

@@ -1,0 +1,53 @@
+//! grove's own data directory: worktrees, the thread cache, trust records.
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+
+/// `$GROVE_HOME`, else the platform data directory + `grove`
+/// (`~/.local/share/grove` on Linux, `~/Library/Application Support/grove`
+/// on macOS, `%APPDATA%\grove` on Windows).
+pub fn data_dir() -> Result<PathBuf> {
+    if let Some(home) = std::env::var_os("GROVE_HOME").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(home));
+    }
+    dirs::data_dir()
+        .map(|d| d.join("grove"))
+        .ok_or_else(|| Error::Other("no data directory on this platform; set GROVE_HOME".into()))
+}
+
+/// A directory name for a repository that is readable and unique:
+/// `<name>-<8 hex of the root's path hash>`, so two repositories with the
+/// same name never share a folder.
+pub fn repo_key(main_root: &Path) -> String {
+    let name = main_root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "repo".to_string());
+    let safe: String = name
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let digest = Sha256::digest(main_root.to_string_lossy().as_bytes());
+    let hex: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{}-{hex}", safe.trim_start_matches('.'))
+}
+
+/// `<data>/worktrees/<repo key>`.
+pub fn worktrees_dir(main_root: &Path) -> Result<PathBuf> {
+    Ok(data_dir()?.join("worktrees").join(repo_key(main_root)))
+}
+
+/// `<data>/cache`.
+pub fn cache_root() -> Result<PathBuf> {
+    Ok(data_dir()?.join("cache"))
+}

@@ -1,0 +1,82 @@
+//! Trust for `postSetupCommands`: they come from a file in the repository,
+//! so they run only after the user has trusted that exact list for that
+//! repository. Symlinks need no trust.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::atsf::PostSetupCommand;
+use crate::error::{Error, Result};
+
+/// A hash of the command list as written in `config.json` (every field,
+/// in order): a changed list is a different list, and asks again.
+pub fn commands_hash(commands: &[PostSetupCommand]) -> String {
+    let bytes = serde_json::to_vec(commands).unwrap_or_default();
+    let digest = Sha256::digest(&bytes);
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct TrustFile {
+    /// Repository root → hashes of trusted command lists.
+    #[serde(default)]
+    repositories: BTreeMap<String, Vec<String>>,
+}
+
+/// `<data dir>/trust.json`.
+#[derive(Debug, Clone)]
+pub struct TrustStore {
+    path: PathBuf,
+}
+
+impl TrustStore {
+    /// The trust file in grove's data directory.
+    pub fn open() -> Result<Self> {
+        Ok(TrustStore {
+            path: crate::home::data_dir()?.join("trust.json"),
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn load(&self) -> Result<TrustFile> {
+        match std::fs::read(&self.path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| Error::parse(&self.path, e)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(TrustFile::default()),
+            Err(e) => Err(Error::io("reading", &self.path, e)),
+        }
+    }
+
+    /// Whether `hash` is trusted for the repository at `repo_root`.
+    pub fn is_trusted(&self, repo_root: &Path, hash: &str) -> Result<bool> {
+        let file = self.load()?;
+        Ok(file
+            .repositories
+            .get(&repo_root.to_string_lossy().into_owned())
+            .is_some_and(|list| list.iter().any(|h| h == hash)))
+    }
+
+    /// Records `hash` as trusted for `repo_root`.
+    pub fn trust(&self, repo_root: &Path, hash: &str) -> Result<()> {
+        let mut file = self.load()?;
+        let list = file
+            .repositories
+            .entry(repo_root.to_string_lossy().into_owned())
+            .or_default();
+        if !list.iter().any(|h| h == hash) {
+            list.push(hash.to_string());
+        }
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
+        }
+        let bytes = crate::atsf::to_pretty(&file)?;
+        crate::fsutil::write_atomic(&self.path, &bytes)
+    }
+}

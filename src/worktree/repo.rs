@@ -1,0 +1,244 @@
+//! Questions about a repository's branches and worktrees, answered with
+//! libgit2 where it can open the repository and the git binary otherwise.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::Result;
+use crate::gitcmd::Git;
+
+/// One entry of `git worktree list --porcelain -z`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorktreeEntry {
+    pub path: PathBuf,
+    pub head: Option<String>,
+    /// Short branch name; `None` when detached.
+    pub branch: Option<String>,
+    pub bare: bool,
+    /// `Some(reason)` when locked (the reason may be empty).
+    pub locked: Option<String>,
+    pub prunable: bool,
+}
+
+/// A repository, addressed by its main working tree.
+#[derive(Debug, Clone)]
+pub struct Repo {
+    pub git: Git,
+    pub main_root: PathBuf,
+}
+
+impl Repo {
+    /// The repository whose main working tree is `main_root`.
+    pub fn new(main_root: &Path) -> Result<Self> {
+        Ok(Repo {
+            git: Git::find()?,
+            main_root: main_root.to_path_buf(),
+        })
+    }
+
+    /// Every worktree git knows, the main one first.
+    pub fn worktrees(&self) -> Result<Vec<WorktreeEntry>> {
+        let out = self
+            .git
+            .run(&self.main_root, &["worktree", "list", "--porcelain", "-z"])?;
+        Ok(parse_worktree_list(&out))
+    }
+
+    /// `git worktree prune`: forgets worktrees whose directory is gone.
+    pub fn prune(&self) -> Result<()> {
+        self.git
+            .run(&self.main_root, &["worktree", "prune"])
+            .map(drop)
+    }
+
+    /// Full commit id of `rev`, or `None` if it does not name a commit.
+    pub fn resolve_commit(&self, rev: &str) -> Result<Option<String>> {
+        let spec = format!("{rev}^{{commit}}");
+        let out = self.git.output(
+            &self.main_root,
+            &["rev-parse", "-q", "--verify", "--end-of-options", &spec],
+        )?;
+        Ok(out.success.then(|| out.stdout.trim().to_string()))
+    }
+
+    /// Whether `refs/heads/<branch>` exists.
+    pub fn branch_exists(&self, branch: &str) -> Result<bool> {
+        let r = format!("refs/heads/{branch}");
+        self.git
+            .check(&self.main_root, &["show-ref", "-q", "--verify", &r])
+    }
+
+    /// Whether `branch` is a valid branch name (`git check-ref-format --branch`).
+    pub fn valid_branch_name(&self, branch: &str) -> Result<bool> {
+        if branch.starts_with('-') {
+            return Ok(false);
+        }
+        self.git
+            .check(&self.main_root, &["check-ref-format", "--branch", branch])
+    }
+
+    /// The remote URL of `origin` (or the first remote), if any.
+    pub fn remote_url(&self) -> Result<Option<String>> {
+        let remotes = self.git.output(&self.main_root, &["remote"])?;
+        let names: Vec<&str> = remotes.stdout.lines().collect();
+        let Some(name) = names.iter().find(|n| **n == "origin").or(names.first()) else {
+            return Ok(None);
+        };
+        let url = self
+            .git
+            .output(&self.main_root, &["remote", "get-url", name])?;
+        Ok(url.success.then(|| url.stdout.trim().to_string()))
+    }
+
+    /// Refs that stand for "the default branch": the local default branch and
+    /// its remote-tracking counterpart, those that exist.
+    pub fn default_branch_refs(&self) -> Result<Vec<String>> {
+        let mut name = None;
+        let origin_head = self.git.output(
+            &self.main_root,
+            &["symbolic-ref", "-q", "refs/remotes/origin/HEAD"],
+        )?;
+        if origin_head.success {
+            name = origin_head
+                .stdout
+                .trim()
+                .strip_prefix("refs/remotes/origin/")
+                .map(str::to_string);
+        }
+        if name.is_none() {
+            let configured = self
+                .git
+                .output(&self.main_root, &["config", "init.defaultBranch"])?;
+            for candidate in [configured.stdout.trim(), "main", "master"] {
+                if !candidate.is_empty() && self.branch_exists(candidate)? {
+                    name = Some(candidate.to_string());
+                    break;
+                }
+            }
+        }
+        let Some(name) = name else {
+            return Ok(Vec::new());
+        };
+        let mut refs = Vec::new();
+        for r in [
+            format!("refs/heads/{name}"),
+            format!("refs/remotes/origin/{name}"),
+        ] {
+            if self
+                .git
+                .check(&self.main_root, &["show-ref", "-q", "--verify", &r])?
+            {
+                refs.push(r);
+            }
+        }
+        Ok(refs)
+    }
+
+    /// Whether `commit` is contained in one of `refs`.
+    pub fn is_integrated(&self, commit: &str, refs: &[String]) -> Result<bool> {
+        for r in refs {
+            if self
+                .git
+                .check(&self.main_root, &["merge-base", "--is-ancestor", commit, r])?
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The upstream of `branch` (`origin/x`), if one is configured and exists.
+    pub fn upstream(&self, branch: &str) -> Result<Option<String>> {
+        let spec = format!("refs/heads/{branch}@{{upstream}}");
+        let out = self.git.output(
+            &self.main_root,
+            &["rev-parse", "-q", "--verify", "--symbolic-full-name", &spec],
+        )?;
+        Ok(out
+            .success
+            .then(|| out.stdout.trim().to_string())
+            .filter(|s| !s.is_empty()))
+    }
+
+    /// Commits reachable from `branch` that are neither on its upstream nor
+    /// integrated into the default branch: work that exists nowhere else.
+    pub fn unsaved_commits(&self, branch: &str) -> Result<Vec<String>> {
+        let tip = format!("refs/heads/{branch}");
+        let mut args = vec![
+            "rev-list".to_string(),
+            "--oneline".into(),
+            tip,
+            "--not".into(),
+        ];
+        args.extend(self.upstream(branch)?);
+        args.extend(self.default_branch_refs()?);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = self.git.run(&self.main_root, &refs)?;
+        Ok(out.lines().map(str::to_string).collect())
+    }
+}
+
+/// Parses `git worktree list --porcelain -z`.
+pub fn parse_worktree_list(out: &str) -> Vec<WorktreeEntry> {
+    let mut entries = Vec::new();
+    let mut current: Option<WorktreeEntry> = None;
+    for field in out.split('\0') {
+        if field.is_empty() {
+            if let Some(e) = current.take() {
+                entries.push(e);
+            }
+            continue;
+        }
+        let (key, value) = field.split_once(' ').unwrap_or((field, ""));
+        if key == "worktree" {
+            if let Some(e) = current.take() {
+                entries.push(e);
+            }
+            current = Some(WorktreeEntry {
+                path: PathBuf::from(value),
+                head: None,
+                branch: None,
+                bare: false,
+                locked: None,
+                prunable: false,
+            });
+            continue;
+        }
+        let Some(e) = current.as_mut() else { continue };
+        match key {
+            "HEAD" => e.head = Some(value.to_string()),
+            "branch" => {
+                e.branch = Some(
+                    value
+                        .strip_prefix("refs/heads/")
+                        .unwrap_or(value)
+                        .to_string(),
+                )
+            }
+            "bare" => e.bare = true,
+            "locked" => e.locked = Some(value.to_string()),
+            "prunable" => e.prunable = true,
+            _ => {}
+        }
+    }
+    if let Some(e) = current {
+        entries.push(e);
+    }
+    entries
+}
+
+/// Whether the worktree at `path` has uncommitted changes: modified, staged,
+/// or untracked files that are not ignored.
+pub fn is_dirty(path: &Path) -> Result<bool> {
+    if let Ok(repo) = git2::Repository::open(path) {
+        let mut opts = git2::StatusOptions::new();
+        opts.include_untracked(true)
+            .recurse_untracked_dirs(false)
+            .include_ignored(false)
+            .exclude_submodules(false);
+        if let Ok(statuses) = repo.statuses(Some(&mut opts)) {
+            return Ok(!statuses.is_empty());
+        }
+    }
+    let out = Git::find()?.run(path, &["status", "--porcelain", "-z"])?;
+    Ok(!out.is_empty())
+}

@@ -365,6 +365,12 @@ pub fn resolve(project: &Project, query: &str) -> Result<Found> {
         .map(|f| f.meta.thread_id.as_str())
         .collect();
     let Some(id) = resolve_prefix(query, ids.iter().copied())? else {
+        // A thread whose thread.json cannot be read is not listed; say why.
+        for store in [project.store(), project.main_store()] {
+            if let Ok(thread) = store.resolve(query) {
+                thread.meta()?;
+            }
+        }
         return Err(Error::ThreadNotFound {
             query: query.to_string(),
             dir: project.main_store().threads_dir(),

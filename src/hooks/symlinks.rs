@@ -101,15 +101,15 @@ pub fn apply_symlink(main_root: &Path, worktree: &Path, hook: &SymlinkHook) -> H
         Err(e) => return fail(format!("target refused: {e}")),
     };
     let source_abs = main_root.join(&source);
+    if let Err(e) = stays_inside(main_root, &source, true) {
+        return fail(format!("source refused: {e}"));
+    }
     if std::fs::symlink_metadata(&source_abs).is_err() {
         return fail(format!(
             "source {} does not exist in {}",
             source.display(),
             main_root.display()
         ));
-    }
-    if let Err(e) = stays_inside(main_root, &source, true) {
-        return fail(format!("source refused: {e}"));
     }
     if let Err(e) = stays_inside(worktree, &target, false) {
         return fail(format!("target refused: {e}"));

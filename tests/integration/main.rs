@@ -6,5 +6,7 @@ mod support;
 mod append;
 mod cli;
 mod format;
+mod hooks;
 mod ids;
 mod read;
+mod worktree;

@@ -225,3 +225,55 @@ pub fn message_lines(thread_dir: &Path) -> Vec<serde_json::Value> {
 pub fn read_json(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
+
+/// Writes `.agent/config.json` in `repo` from a JSON value.
+pub fn write_config(repo: &Path, config: serde_json::Value) {
+    std::fs::create_dir_all(repo.join(".agent")).unwrap();
+    std::fs::write(
+        repo.join(".agent/config.json"),
+        serde_json::to_vec_pretty(&config).unwrap(),
+    )
+    .unwrap();
+}
+
+/// `grove new ARGS --json` in `repo`; returns the JSON answer.
+#[track_caller]
+pub fn new_task(sb: &Sandbox, repo: &Path, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["new"];
+    all.extend_from_slice(args);
+    all.push("--json");
+    json(&ok(sb.grove(repo).args(&all)))
+}
+
+/// `git worktree list --porcelain` paths.
+pub fn worktree_paths(sb: &Sandbox, repo: &Path) -> Vec<PathBuf> {
+    sb.git(repo, &["worktree", "list", "--porcelain"])
+        .lines()
+        .filter_map(|l| l.strip_prefix("worktree "))
+        .map(PathBuf::from)
+        .collect()
+}
+
+/// Branch names of `repo`.
+pub fn branches(sb: &Sandbox, repo: &Path) -> Vec<String> {
+    sb.git(repo, &["branch", "--format=%(refname:short)"])
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// `grove list --json` rows.
+pub fn list_rows(sb: &Sandbox, dir: &Path) -> Vec<serde_json::Value> {
+    json(&ok(sb.grove(dir).args(["list", "--json"])))
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// The row of `id` in `grove list --json`.
+pub fn row_of(sb: &Sandbox, dir: &Path, id: &str) -> serde_json::Value {
+    list_rows(sb, dir)
+        .into_iter()
+        .find(|r| r["threadId"] == id)
+        .unwrap_or_else(|| panic!("{id} not listed"))
+}

@@ -1,0 +1,286 @@
+//! `grove new` with a worktree: branch, directory, thread, rollback.
+
+use std::path::PathBuf;
+
+use crate::support::*;
+
+#[test]
+fn new_creates_branch_worktree_and_thread_and_prints_the_path() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    sb.git(
+        &repo,
+        &["remote", "add", "origin", "https://example.invalid/app.git"],
+    );
+    write_config(&repo, serde_json::json!({"specVersion": "1.1"}));
+    let stdout = ok(sb
+        .grove(&repo)
+        .args(["new", "Fix the login bug", "--agent", "claude-code"]));
+    let path = PathBuf::from(stdout.trim_end());
+    assert_eq!(stdout.lines().count(), 1, "the path alone: {stdout}");
+    assert!(
+        path.starts_with(sb.grove_home().join("worktrees")),
+        "{}",
+        path.display()
+    );
+    let dir_name = path.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        dir_name.starts_with("thread-") && dir_name.len() == 15,
+        "{dir_name}"
+    );
+    assert!(worktree_paths(&sb, &repo).contains(&path));
+
+    let threads: Vec<_> = std::fs::read_dir(path.join(".agent/threads"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(threads.len(), 1);
+    let meta = read_json(&threads[0].join("thread.json"));
+    let id = meta["threadId"].as_str().unwrap();
+    assert_eq!(&dir_name[7..], &id[..8]);
+    let branch = format!("grove/{}", &id[..8]);
+    assert_eq!(sb.git(&path, &["branch", "--show-current"]), branch);
+    let ctx = &meta["context"];
+    assert_eq!(ctx["workingDir"], path.display().to_string());
+    assert_eq!(ctx["relativeDir"], ".");
+    assert_eq!(ctx["gitBranch"], branch.as_str());
+    assert_eq!(ctx["gitCommit"], sb.git(&path, &["rev-parse", "HEAD"]));
+    assert_eq!(ctx["worktree"]["path"], path.display().to_string());
+    assert_eq!(ctx["worktree"]["branch"], branch.as_str());
+    assert_eq!(ctx["remoteUrl"], "https://example.invalid/app.git");
+    assert_eq!(ctx["baseRevision"], "HEAD");
+    assert_eq!(ctx["baseCommit"], sb.git(&repo, &["rev-parse", "HEAD"]));
+    assert_eq!(meta["agent"]["id"], "claude-code");
+
+    // The project's config and .gitignore are there, and grove's files are not "changes".
+    assert!(path.join(".agent/config.json").is_file());
+    assert!(path.join(".agent/.gitignore").is_file());
+    assert_eq!(
+        sb.git(&path, &["status", "--porcelain"]),
+        "",
+        "fresh worktree is clean"
+    );
+    assert_eq!(
+        sb.git(&repo, &["status", "--porcelain", "--untracked-files=no"]),
+        ""
+    );
+}
+
+#[test]
+fn json_output_and_tracked_agent_files() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    write_config(
+        &repo,
+        serde_json::json!({"specVersion": "1.1", "grove": {"branchPrefix": "agent/"}}),
+    );
+    ok(sb.grove(&repo).arg("init"));
+    sb.git(&repo, &["add", ".agent"]);
+    sb.git(&repo, &["commit", "-qm", "agent config"]);
+    let out = new_task(&sb, &repo, &["Task"]);
+    for key in [
+        "threadId",
+        "title",
+        "branch",
+        "worktreePath",
+        "threadDir",
+        "hooks",
+    ] {
+        assert!(out.get(key).is_some(), "{key} in {out}");
+    }
+    assert!(
+        out["branch"].as_str().unwrap().starts_with("agent/"),
+        "prefix from config"
+    );
+    let wt = PathBuf::from(out["worktreePath"].as_str().unwrap());
+    assert_eq!(sb.git(&wt, &["status", "--porcelain"]), "");
+    assert!(PathBuf::from(out["threadDir"].as_str().unwrap()).starts_with(&wt));
+}
+
+#[test]
+fn two_repositories_with_the_same_name_do_not_collide() {
+    let sb = Sandbox::new();
+    let a = sb.repo("one/app");
+    let b = sb.repo("two/app");
+    let pa = PathBuf::from(new_task(&sb, &a, &["a"])["worktreePath"].as_str().unwrap());
+    let pb = PathBuf::from(new_task(&sb, &b, &["b"])["worktreePath"].as_str().unwrap());
+    assert_ne!(pa.parent(), pb.parent());
+    assert!(
+        pa.parent()
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("app-")
+    );
+}
+
+#[test]
+fn branch_base_and_dir_options() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let first = sb.git(&repo, &["rev-parse", "HEAD"]);
+    std::fs::write(repo.join("two.txt"), "2").unwrap();
+    sb.git(&repo, &["add", "."]);
+    sb.git(&repo, &["commit", "-qm", "two"]);
+    let dir = sb.path().join("custom-wt");
+    let out = new_task(
+        &sb,
+        &repo,
+        &[
+            "t",
+            "--branch",
+            "feature/x",
+            "--base",
+            &first[..10],
+            "--dir",
+            dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out["branch"], "feature/x");
+    assert_eq!(PathBuf::from(out["worktreePath"].as_str().unwrap()), dir);
+    assert_eq!(sb.git(&dir, &["rev-parse", "HEAD"]), first);
+
+    // An existing branch that is not checked out anywhere can be used…
+    sb.git(&repo, &["branch", "existing"]);
+    let out = new_task(&sb, &repo, &["t2", "--branch", "existing"]);
+    assert_eq!(out["branch"], "existing");
+    // …but not one checked out elsewhere, and not with --base.
+    let err = fails_with(sb.grove(&repo).args(["new", "t3", "--branch", "main"]), 1);
+    assert!(err.contains("already checked out"), "{err}");
+    sb.git(&repo, &["branch", "other"]);
+    let err = fails_with(
+        sb.grove(&repo)
+            .args(["new", "t4", "--branch", "other", "--base", "HEAD"]),
+        1,
+    );
+    assert!(err.contains("--base"), "{err}");
+    let err = fails_with(
+        sb.grove(&repo).args(["new", "t5", "--branch", "bad..name"]),
+        1,
+    );
+    assert!(err.contains("not a valid branch name"), "{err}");
+}
+
+#[test]
+fn failures_before_the_thread_exists_leave_no_trace() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let before_worktrees = worktree_paths(&sb, &repo);
+
+    let err = fails_with(
+        sb.grove(&repo).args(["new", "t", "--base", "no-such-rev"]),
+        1,
+    );
+    assert!(err.contains("no-such-rev"), "{err}");
+
+    // A repository that tracks a *file* named .agent: the worktree is made,
+    // then writing the thread fails — everything must be undone.
+    std::fs::write(repo.join(".agent"), "not a directory").unwrap();
+    sb.git(&repo, &["add", ".agent"]);
+    sb.git(&repo, &["commit", "-qm", "agent file"]);
+    let before_branches2 = branches(&sb, &repo);
+    let err = fails_with(sb.grove(&repo).args(["new", "t"]), 1);
+    assert!(!err.is_empty());
+    assert_eq!(branches(&sb, &repo), before_branches2, "no dangling branch");
+    assert_eq!(
+        worktree_paths(&sb, &repo),
+        before_worktrees,
+        "no registration left"
+    );
+    let wt_root = sb.grove_home().join("worktrees");
+    let leftovers: Vec<_> = walk(&wt_root);
+    assert!(leftovers.is_empty(), "no half worktree: {leftovers:?}");
+}
+
+fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.path().is_dir() {
+                let inner = walk(&e.path());
+                if inner.is_empty() && e.file_name().to_string_lossy().starts_with("thread-") {
+                    out.push(e.path());
+                }
+                out.extend(inner);
+            } else {
+                out.push(e.path());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn exec_runs_in_the_worktree_with_the_prompt() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let out = run(sb.grove(&repo).args([
+        "new",
+        "t",
+        "--prompt",
+        "do the thing",
+        "--exec",
+        "pwd > exec.txt; printf %s \"$GROVE_PROMPT\" >> exec.txt; echo noise",
+    ]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim_end());
+    let text = std::fs::read_to_string(path.join("exec.txt")).unwrap();
+    assert_eq!(text, format!("{}\ndo the thing", path.display()));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("noise"),
+        "exec output kept off stdout"
+    );
+    let code = run(sb.grove(&repo).args(["new", "t2", "--exec", "exit 7"]))
+        .status
+        .code();
+    assert_eq!(code, Some(7), "the command's exit code");
+}
+
+#[test]
+fn outside_a_repository_worktree_mode_explains_itself() {
+    let sb = Sandbox::new();
+    let dir = sb.dir("plain");
+    let err = fails_with(sb.grove(&dir).args(["new", "t"]), 1);
+    assert!(err.contains("--no-worktree"), "{err}");
+}
+
+#[test]
+fn list_and_show_find_threads_in_every_worktree_from_anywhere() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let local = new_thread(&sb, &repo, "local one");
+    let out = new_task(&sb, &repo, &["wt one", "--prompt", "hello"]);
+    let id = out["threadId"].as_str().unwrap().to_string();
+    let wt = PathBuf::from(out["worktreePath"].as_str().unwrap());
+    // From inside the worktree too.
+    for dir in [&repo, &wt] {
+        let rows = list_rows(&sb, dir);
+        let ids: Vec<_> = rows
+            .iter()
+            .map(|r| r["threadId"].as_str().unwrap())
+            .collect();
+        assert!(
+            ids.contains(&local.as_str()) && ids.contains(&id.as_str()),
+            "{rows:?}"
+        );
+    }
+    assert_eq!(row_of(&sb, &repo, &local)["status"], "local");
+    assert_eq!(row_of(&sb, &repo, &id)["status"], "live");
+    let shown = json(&ok(sb.grove(&repo).args(["show", &id[..8], "--json"])));
+    assert_eq!(shown["messages"][0]["content"][0]["text"], "hello");
+    assert_eq!(
+        ok(sb.grove(&repo).args(["path", &id[..8]])).trim_end(),
+        wt.display().to_string()
+    );
+    ok(sb
+        .grove(&repo)
+        .args(["append", &id[..8], "--role", "agent", "--text", "hi"]));
+    assert_eq!(row_of(&sb, &repo, &id)["stats"]["messageCount"], 2);
+    let err = fails_with(sb.grove(&repo).args(["path", &local]), 1);
+    assert!(err.contains("no worktree"), "{err}");
+}

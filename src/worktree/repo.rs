@@ -148,15 +148,19 @@ impl Repo {
 
     /// The upstream of `branch` (`origin/x`), if one is configured and exists.
     pub fn upstream(&self, branch: &str) -> Result<Option<String>> {
-        let spec = format!("refs/heads/{branch}@{{upstream}}");
-        let out = self.git.output(
+        let r = format!("refs/heads/{branch}");
+        let out = self.git.run(
             &self.main_root,
-            &["rev-parse", "-q", "--verify", "--symbolic-full-name", &spec],
+            &["for-each-ref", "--format=%(upstream)", &r],
         )?;
-        Ok(out
-            .success
-            .then(|| out.stdout.trim().to_string())
-            .filter(|s| !s.is_empty()))
+        let upstream = out.trim().to_string();
+        if upstream.is_empty() {
+            return Ok(None);
+        }
+        let exists = self
+            .git
+            .check(&self.main_root, &["show-ref", "-q", "--verify", &upstream])?;
+        Ok(exists.then_some(upstream))
     }
 
     /// Commits reachable from `branch` that are neither on its upstream nor

@@ -9,4 +9,5 @@ mod format;
 mod hooks;
 mod ids;
 mod read;
+mod remove;
 mod worktree;

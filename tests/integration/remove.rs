@@ -1,0 +1,355 @@
+//! rm, path, gc and the thread cache: nothing uncommitted or unsaved is lost,
+//! and a thread outlives its worktree.
+
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use crate::support::*;
+
+struct Task {
+    id: String,
+    wt: PathBuf,
+    branch: String,
+}
+
+fn task(sb: &Sandbox, repo: &std::path::Path, title: &str) -> Task {
+    let v = new_task(sb, repo, &[title, "--prompt", "first message"]);
+    Task {
+        id: v["threadId"].as_str().unwrap().to_string(),
+        wt: PathBuf::from(v["worktreePath"].as_str().unwrap()),
+        branch: v["branch"].as_str().unwrap().to_string(),
+    }
+}
+
+fn commit_in(sb: &Sandbox, wt: &std::path::Path, file: &str) {
+    std::fs::write(wt.join(file), file).unwrap();
+    sb.git(wt, &["add", file]);
+    sb.git(wt, &["commit", "-qm", &format!("add {file}")]);
+}
+
+#[test]
+fn rm_refuses_uncommitted_work_and_force_overrides() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let t = task(&sb, &repo, "t");
+    std::fs::write(t.wt.join("README.md"), "changed").unwrap();
+    let err = fails_with(sb.grove(&repo).args(["rm", &t.id]), 1);
+    assert!(
+        err.contains("uncommitted changes") && err.contains("README.md") && err.contains("--force"),
+        "{err}"
+    );
+    assert!(t.wt.join("README.md").is_file(), "worktree untouched");
+    assert_eq!(row_of(&sb, &repo, &t.id)["status"], "dirty");
+
+    // Untracked files count too.
+    sb.git(&t.wt, &["checkout", "README.md"]);
+    std::fs::write(t.wt.join("new.txt"), "n").unwrap();
+    fails_with(sb.grove(&repo).args(["rm", &t.id]), 1);
+
+    ok(sb.grove(&repo).args(["rm", &t.id, "--force"]));
+    assert!(!t.wt.exists());
+    assert!(
+        !branches(&sb, &repo).contains(&t.branch),
+        "--force deletes the branch"
+    );
+}
+
+#[test]
+fn rm_refuses_unpushed_commits_until_merged() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let t = task(&sb, &repo, "t");
+    commit_in(&sb, &t.wt, "feature.txt");
+    let err = fails_with(sb.grove(&repo).args(["rm", &t.id[..8]]), 1);
+    assert!(
+        err.contains("neither pushed") && err.contains("add feature.txt"),
+        "{err}"
+    );
+    assert_eq!(row_of(&sb, &repo, &t.id)["status"], "live");
+
+    sb.git(&repo, &["merge", "-q", "--ff-only", &t.branch]);
+    assert_eq!(row_of(&sb, &repo, &t.id)["status"], "merged");
+    let out = json(&ok(sb.grove(&repo).args(["rm", &t.id[..8], "--json"])));
+    assert_eq!(out["branchDeleted"], true);
+    assert!(!t.wt.exists());
+    assert!(!branches(&sb, &repo).contains(&t.branch));
+}
+
+#[test]
+fn pushed_work_is_removed_but_an_unmerged_branch_is_kept() {
+    let sb = Sandbox::new();
+    let remote = sb.path().join("remote.git");
+    std::fs::create_dir_all(&remote).unwrap();
+    sb.git(&remote, &["init", "-q", "--bare"]);
+    let repo = sb.repo("app");
+    sb.git(
+        &repo,
+        &["remote", "add", "origin", remote.to_str().unwrap()],
+    );
+    sb.git(&repo, &["push", "-q", "-u", "origin", "main"]);
+    let t = task(&sb, &repo, "t");
+    commit_in(&sb, &t.wt, "pushed.txt");
+    sb.git(&t.wt, &["push", "-q", "-u", "origin", &t.branch]);
+    let out = json(&ok(sb.grove(&repo).args(["rm", &t.id, "--json"])));
+    assert_eq!(out["branchDeleted"], false);
+    assert!(out["branchKept"].as_str().unwrap().contains("not merged"));
+    assert!(branches(&sb, &repo).contains(&t.branch));
+}
+
+#[test]
+fn a_thread_survives_rm_and_is_still_listed_and_shown() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let t = task(&sb, &repo, "keep me");
+    ok(sb
+        .grove(&repo)
+        .args(["append", &t.id, "--role", "agent", "--text", "answer"]));
+    let out = run(sb.grove(&repo).args(["rm", &t.id]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim_end(),
+        t.wt.display().to_string()
+    );
+    assert!(!t.wt.exists());
+    assert!(!worktree_paths(&sb, &repo).contains(&t.wt));
+    let row = row_of(&sb, &repo, &t.id);
+    assert_eq!(row["status"], "removed");
+    assert_eq!(row["stats"]["messageCount"], 2);
+    let shown = json(&ok(sb.grove(&repo).args(["show", &t.id[..8], "--json"])));
+    let texts: Vec<_> = shown["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"][0]["text"].clone())
+        .collect();
+    assert_eq!(texts, vec![json!("first message"), json!("answer")]);
+    // The exclude entry of the thread is gone; the main repository is unchanged.
+    let exclude = std::fs::read_to_string(repo.join(".git/info/exclude")).unwrap();
+    assert!(!exclude.contains(&t.id), "{exclude}");
+}
+
+#[test]
+fn a_worktree_deleted_behind_groves_back_keeps_its_conversation() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let t = task(&sb, &repo, "rm -rf victim");
+    // Messages appended after creation are in the cache too (it shares the log).
+    ok(sb
+        .grove(&repo)
+        .args(["append", &t.id, "--role", "agent", "--text", "late answer"]));
+    std::fs::remove_dir_all(&t.wt).unwrap();
+    let row = row_of(&sb, &repo, &t.id);
+    assert_eq!(row["status"], "missing");
+    let shown = json(&ok(sb.grove(&repo).args(["show", &t.id, "--json"])));
+    let msgs = shown["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 2);
+    assert_eq!(msgs[1]["content"][0]["text"], "late answer");
+
+    // gc --missing cleans the registration; the thread stays listed.
+    let plan = json(&ok(sb.grove(&repo).args(["gc", "--missing", "--json"])));
+    assert_eq!(plan["applied"], false);
+    assert_eq!(plan["worktrees"][0]["threadId"], t.id.as_str());
+    assert!(
+        worktree_paths(&sb, &repo).contains(&t.wt),
+        "dry run changes nothing"
+    );
+    ok(sb.grove(&repo).args(["gc", "--missing", "--yes"]));
+    assert!(!worktree_paths(&sb, &repo).contains(&t.wt));
+    assert_eq!(row_of(&sb, &repo, &t.id)["status"], "removed");
+}
+
+#[test]
+fn rm_never_follows_symlinks_into_the_main_repository() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    std::fs::create_dir_all(repo.join("node_modules/pkg")).unwrap();
+    std::fs::write(repo.join("node_modules/pkg/index.js"), "keep").unwrap();
+    std::fs::write(repo.join(".gitignore"), "node_modules\n").unwrap();
+    sb.git(&repo, &["add", ".gitignore"]);
+    sb.git(&repo, &["commit", "-qm", "ignore"]);
+    write_config(
+        &repo,
+        json!({"specVersion": "1.1", "worktreeHooks": {"symlinks": [{"source": "node_modules"}]}}),
+    );
+    let t = task(&sb, &repo, "t");
+    assert!(t.wt.join("node_modules/pkg/index.js").is_file());
+    ok(sb.grove(&repo).args(["rm", &t.id]));
+    assert_eq!(
+        std::fs::read_to_string(repo.join("node_modules/pkg/index.js")).unwrap(),
+        "keep"
+    );
+}
+
+#[test]
+fn keep_branch_purge_and_existing_branches() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let t = task(&sb, &repo, "keep branch");
+    ok(sb.grove(&repo).args(["rm", &t.id, "--keep-branch"]));
+    assert!(branches(&sb, &repo).contains(&t.branch));
+
+    let t = task(&sb, &repo, "purge");
+    ok(sb.grove(&repo).args(["rm", &t.id, "--purge"]));
+    assert!(
+        list_rows(&sb, &repo)
+            .iter()
+            .all(|r| r["threadId"] != t.id.as_str()),
+        "purged: gone from list"
+    );
+
+    sb.git(&repo, &["branch", "mine"]);
+    let v = new_task(&sb, &repo, &["existing", "--branch", "mine"]);
+    let out = json(&ok(sb.grove(&repo).args([
+        "rm",
+        v["threadId"].as_str().unwrap(),
+        "--json",
+    ])));
+    assert_eq!(
+        out["branchDeleted"], false,
+        "a branch grove did not create is kept"
+    );
+    assert!(branches(&sb, &repo).contains(&"mine".to_string()));
+
+    let local = new_thread(&sb, &repo, "local");
+    let err = fails_with(sb.grove(&repo).args(["rm", &local]), 1);
+    assert!(err.contains("no worktree"), "{err}");
+}
+
+#[test]
+fn gc_picks_merged_and_idle_and_skips_locked_and_dirty() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let merged = task(&sb, &repo, "merged");
+    commit_in(&sb, &merged.wt, "m.txt");
+    sb.git(&repo, &["merge", "-q", "--ff-only", &merged.branch]);
+    let locked = task(&sb, &repo, "locked");
+    commit_in(&sb, &locked.wt, "l.txt");
+    sb.git(&repo, &["merge", "-q", "--no-edit", &locked.branch]);
+    sb.git(
+        &repo,
+        &[
+            "worktree",
+            "lock",
+            locked.wt.to_str().unwrap(),
+            "--reason",
+            "in use",
+        ],
+    );
+    let dirty = task(&sb, &repo, "dirty merged");
+    commit_in(&sb, &dirty.wt, "d.txt");
+    sb.git(&repo, &["merge", "-q", "--no-edit", &dirty.branch]);
+    std::fs::write(dirty.wt.join("wip.txt"), "wip").unwrap();
+    let fresh = task(&sb, &repo, "fresh");
+
+    let plan = json(&ok(sb.grove(&repo).args(["gc", "--json"])));
+    let picked: Vec<_> = plan["worktrees"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["threadId"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        picked.contains(&merged.id) && picked.contains(&locked.id),
+        "{plan}"
+    );
+    assert!(
+        !picked.contains(&fresh.id),
+        "a fresh task without commits is not merged"
+    );
+    assert!(!picked.contains(&dirty.id), "dirty is not merged status");
+
+    ok(sb.grove(&repo).args(["gc", "--yes"]));
+    assert!(!merged.wt.exists(), "merged removed");
+    assert!(locked.wt.exists(), "locked never touched");
+    assert!(fresh.wt.exists());
+
+    // --older-than picks everything idle; dirty ones are skipped without --force.
+    let plan = json(&ok(sb.grove(&repo).args([
+        "gc",
+        "--older-than",
+        "0d",
+        "--json",
+    ])));
+    let dirty_row = plan["worktrees"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["threadId"] == dirty.id.as_str())
+        .unwrap()
+        .clone();
+    assert!(
+        dirty_row["skip"].as_str().unwrap().contains("uncommitted"),
+        "{dirty_row}"
+    );
+    ok(sb.grove(&repo).args(["gc", "--older-than", "0d", "--yes"]));
+    assert!(dirty.wt.exists(), "dirty skipped");
+    assert!(!fresh.wt.exists(), "idle removed");
+    assert!(locked.wt.exists());
+    ok(sb
+        .grove(&repo)
+        .args(["gc", "--older-than", "0d", "--yes", "--force"]));
+    assert!(!dirty.wt.exists());
+    assert!(locked.wt.exists(), "locked even with --force");
+    fails_with(sb.grove(&repo).args(["gc", "--older-than", "soon"]), 2);
+    let plan = json(&ok(sb.grove(&repo).args([
+        "gc",
+        "--older-than",
+        "2w",
+        "--json",
+    ])));
+    assert!(plan["worktrees"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn an_interrupted_rm_is_finished_by_the_next_list() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let t = task(&sb, &repo, "interrupted");
+    // What `rm` leaves if killed right after caching and deleting the directory.
+    let cache_record = walk_find(&sb.grove_home().join("cache"), &t.id).join("cache.json");
+    let mut record = read_json(&cache_record);
+    record["state"] = json!("removing");
+    std::fs::write(&cache_record, serde_json::to_vec(&record).unwrap()).unwrap();
+    std::fs::remove_dir_all(&t.wt).unwrap();
+    assert!(worktree_paths(&sb, &repo).contains(&t.wt));
+    let row = row_of(&sb, &repo, &t.id);
+    assert_eq!(row["status"], "removed");
+    assert!(!worktree_paths(&sb, &repo).contains(&t.wt), "pruned");
+}
+
+fn walk_find(root: &std::path::Path, name: &str) -> PathBuf {
+    for repo in std::fs::read_dir(root).unwrap() {
+        let candidate = repo.unwrap().path().join(name);
+        if candidate.is_dir() {
+            return candidate;
+        }
+    }
+    panic!("{name} not in {}", root.display());
+}
+
+#[test]
+fn list_all_shows_other_repositories_cached_threads() {
+    let sb = Sandbox::new();
+    let a = sb.repo("a");
+    let b = sb.repo("b");
+    let t = task(&sb, &a, "from a");
+    ok(sb.grove(&a).args(["rm", &t.id]));
+    assert!(
+        list_rows(&sb, &b)
+            .iter()
+            .all(|r| r["threadId"] != t.id.as_str())
+    );
+    let all = json(&ok(sb.grove(&b).args(["list", "--all", "--json"])));
+    let row = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["threadId"] == t.id.as_str())
+        .expect("listed with --all");
+    assert_eq!(row["repoRoot"], a.display().to_string());
+}

@@ -5,6 +5,7 @@ mod support;
 
 mod append;
 mod cli;
+mod examples;
 mod format;
 mod hooks;
 mod ids;

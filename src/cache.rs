@@ -111,7 +111,19 @@ pub fn refresh(main_root: &Path, thread: &Thread, record: &CacheRecord) -> Resul
         (Err(_), _) => false,
     };
     let log_linked = same_file(&thread.messages_path(), &dir.join(atsf::MESSAGES_FILE));
-    if stale || !log_linked || read_record(&dir).ok().as_ref() != Some(record) {
+    let moved = match read_record(&dir) {
+        Ok(r) => {
+            (&r.repo_root, &r.worktree_path, &r.branch, r.state)
+                != (
+                    &record.repo_root,
+                    &record.worktree_path,
+                    &record.branch,
+                    record.state,
+                )
+        }
+        Err(_) => true,
+    };
+    if stale || !log_linked || moved {
         save(main_root, thread, record, false)?;
     }
     Ok(())

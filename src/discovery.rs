@@ -217,35 +217,32 @@ fn finish_interrupted_removals(repo: &Repo, cached: &[cache::CachedThread]) -> R
     Ok(())
 }
 
-/// Dirty / merged / live for the worktree threads at `indices`, one worktree
-/// per task, spread over the cores.
+/// Dirty / merged / live for the worktree threads at `indices`: one status
+/// per worktree (not per thread), worktrees spread over the cores.
 fn compute_statuses(repo: &Repo, threads: &mut [Found], indices: &[usize]) -> Result<()> {
     let default_refs = repo.default_branch_refs()?;
-    let jobs: Vec<(usize, PathBuf, Option<String>, Option<String>)> = indices
-        .iter()
-        .map(|&i| {
-            let f = &threads[i];
-            let base = f
-                .meta
-                .context
-                .extra
-                .get("baseCommit")
-                .and_then(|v| v.as_str())
-                .map(str::to_string);
-            (
-                i,
-                f.worktree.clone().unwrap_or_default(),
-                f.branch.clone(),
-                base,
-            )
-        })
-        .collect();
+    let mut jobs: Vec<(PathBuf, Option<String>, Option<String>)> = Vec::new();
+    for &i in indices {
+        let f = &threads[i];
+        let path = f.worktree.clone().unwrap_or_default();
+        if jobs.iter().any(|(p, _, _)| *p == path) {
+            continue;
+        }
+        let base = f
+            .meta
+            .context
+            .extra
+            .get("baseCommit")
+            .and_then(|v| v.as_str())
+            .map(str::to_string);
+        jobs.push((path, f.branch.clone(), base));
+    }
     let workers = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
         .clamp(1, 8);
     let chunk = jobs.len().div_ceil(workers).max(1);
-    let results: Vec<(usize, Status)> = std::thread::scope(|scope| {
+    let results: Vec<(PathBuf, Status)> = std::thread::scope(|scope| {
         let handles: Vec<_> = jobs
             .chunks(chunk)
             .map(|part| {
@@ -253,18 +250,16 @@ fn compute_statuses(repo: &Repo, threads: &mut [Found], indices: &[usize]) -> Re
                 scope.spawn(move || {
                     let main = git2::Repository::open(&repo.main_root).ok();
                     part.iter()
-                        .map(|(i, path, branch, base)| {
-                            (
-                                *i,
-                                worktree_status(
-                                    repo,
-                                    main.as_ref(),
-                                    path,
-                                    branch.as_deref(),
-                                    base.as_deref(),
-                                    default_refs,
-                                ),
-                            )
+                        .map(|(path, branch, base)| {
+                            let status = worktree_status(
+                                repo,
+                                main.as_ref(),
+                                path,
+                                branch.as_deref(),
+                                base.as_deref(),
+                                default_refs,
+                            );
+                            (path.clone(), status)
                         })
                         .collect::<Vec<_>>()
                 })
@@ -275,8 +270,13 @@ fn compute_statuses(repo: &Repo, threads: &mut [Found], indices: &[usize]) -> Re
             .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect()
     });
-    for (i, status) in results {
-        threads[i].status = status;
+    for &i in indices {
+        if let Some((_, status)) = results
+            .iter()
+            .find(|(p, _)| Some(p) == threads[i].worktree.as_ref())
+        {
+            threads[i].status = *status;
+        }
     }
     Ok(())
 }

@@ -128,6 +128,24 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
             Some(cache::save(&found.repo_root, &found.thread, &record, true)?)
         }
     };
+    // Any other thread kept in this worktree's .agent/ is saved too: removing
+    // the directory must not take a conversation with it.
+    let mut others = Vec::new();
+    if !options.purge && wt.is_dir() {
+        for t in crate::store::Store::for_project(&wt).list()?.threads {
+            if t.meta.thread_id != id {
+                let record = CacheRecord {
+                    repo_root: found.repo_root.to_string_lossy().into_owned(),
+                    worktree_path: wt.to_string_lossy().into_owned(),
+                    branch: found.branch.clone().unwrap_or_default(),
+                    state: CacheState::Removing,
+                    cached_at: crate::atsf::now_timestamp(),
+                };
+                cache::save(&found.repo_root, &t.thread, &record, true)?;
+                others.push(t.meta.thread_id);
+            }
+        }
+    }
     // Only the thread's own directory: the other patterns (a copied config,
     // symlink targets) are shared by every worktree of the repository.
     let thread_rel = std::path::Path::new(crate::atsf::AGENT_DIR)
@@ -167,6 +185,9 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
         cache::purge(&found.repo_root, &id)?;
     } else {
         cache::set_state(&found.repo_root, &id, CacheState::Removed)?;
+    }
+    for other in &others {
+        cache::set_state(&found.repo_root, other, CacheState::Removed)?;
     }
     Ok(Removed {
         thread_id: id,

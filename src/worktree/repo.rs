@@ -92,6 +92,9 @@ impl Repo {
     /// Refs that stand for "the default branch": the local default branch and
     /// its remote-tracking counterpart, those that exist.
     pub fn default_branch_refs(&self) -> Result<Vec<String>> {
+        if let Ok(git) = git2::Repository::open(&self.main_root) {
+            return Ok(default_branch_refs_git2(&git));
+        }
         let mut name = None;
         let origin_head = self.git.output(
             &self.main_root,
@@ -179,6 +182,35 @@ impl Repo {
         let out = self.git.run(&self.main_root, &refs)?;
         Ok(out.lines().map(str::to_string).collect())
     }
+}
+
+/// [`Repo::default_branch_refs`] with libgit2: no subprocess.
+fn default_branch_refs_git2(git: &git2::Repository) -> Vec<String> {
+    let exists = |r: &str| git.find_reference(r).is_ok();
+    let mut name = git
+        .find_reference("refs/remotes/origin/HEAD")
+        .ok()
+        .and_then(|r| r.symbolic_target().ok().flatten().map(str::to_string))
+        .and_then(|t| t.strip_prefix("refs/remotes/origin/").map(str::to_string));
+    if name.is_none() {
+        let configured = git
+            .config()
+            .ok()
+            .and_then(|c| c.get_string("init.defaultBranch").ok())
+            .unwrap_or_default();
+        name = [configured.as_str(), "main", "master"]
+            .into_iter()
+            .find(|c| !c.is_empty() && exists(&format!("refs/heads/{c}")))
+            .map(str::to_string);
+    }
+    let Some(name) = name else { return Vec::new() };
+    [
+        format!("refs/heads/{name}"),
+        format!("refs/remotes/origin/{name}"),
+    ]
+    .into_iter()
+    .filter(|r| exists(r))
+    .collect()
 }
 
 /// Parses `git worktree list --porcelain -z`.

@@ -353,3 +353,24 @@ fn list_all_shows_other_repositories_cached_threads() {
         .expect("listed with --all");
     assert_eq!(row["repoRoot"], a.display().to_string());
 }
+
+#[test]
+fn forced_rm_keeps_every_thread_that_lived_in_the_worktree() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let t = task(&sb, &repo, "main task");
+    let sub = new_thread(&sb, &t.wt, "a second conversation in the worktree");
+    ok(sb
+        .grove(&t.wt)
+        .args(["append", &sub, "--role", "user", "--text", "keep me too"]));
+    let err = fails_with(sb.grove(&repo).args(["rm", &t.id]), 1);
+    assert!(
+        err.contains("uncommitted"),
+        "another thread's files make it dirty: {err}"
+    );
+    ok(sb.grove(&repo).args(["rm", &t.id, "--force"]));
+    assert!(!t.wt.exists());
+    assert_eq!(row_of(&sb, &repo, &sub)["status"], "removed");
+    let shown = json(&ok(sb.grove(&repo).args(["show", &sub, "--json"])));
+    assert_eq!(shown["messages"][0]["content"][0]["text"], "keep me too");
+}

@@ -11,23 +11,10 @@ use std::time::{Duration, Instant};
 use grove::atsf::{ContentBlock, Message, Role, Stats, ToolCall, ToolStatus};
 use grove::store::{AppendOptions, Store};
 
+mod common;
+use common::{median, scale, scaled, wanted};
+
 const GROVE: &str = env!("CARGO_BIN_EXE_grove");
-
-fn scale() -> f64 {
-    std::env::var("GROVE_BENCH_SCALE")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1.0)
-}
-
-fn scaled(n: usize) -> usize {
-    ((n as f64 * scale()) as usize).max(1)
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
 
 fn sample_message(i: usize, body: usize) -> Message {
     let mut m = Message::new(
@@ -181,15 +168,13 @@ fn main() {
         .prefix("grove-bench-")
         .tempdir()
         .expect("tempdir");
-    let only = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    let want = |name: &str| only.as_deref().is_none_or(|o| name.contains(o));
-    if want("append") {
+    if wanted("append") {
         bench_append(root.path());
     }
-    if want("list") {
+    if wanted("list") {
         bench_list(root.path());
     }
-    if want("read") {
+    if wanted("read") {
         bench_read(root.path());
     }
 }

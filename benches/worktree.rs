@@ -12,18 +12,10 @@ use std::time::{Duration, Instant};
 
 use grove::store::Store;
 
+mod common;
+use common::{median, scaled, wanted};
+
 const GROVE: &str = env!("CARGO_BIN_EXE_grove");
-
-fn scale() -> f64 {
-    std::env::var("GROVE_BENCH_SCALE")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1.0)
-}
-
-fn scaled(n: usize) -> usize {
-    ((n as f64 * scale()) as usize).max(2)
-}
 
 struct Env {
     root: PathBuf,
@@ -53,11 +45,6 @@ impl Env {
         assert!(status.success(), "{cmd:?}");
         elapsed
     }
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
 }
 
 fn make_repo(env: &Env, name: &str, files: usize) -> PathBuf {
@@ -157,12 +144,10 @@ fn main() {
         "[user]\n\tname = Bench\n\temail = bench@grove.invalid\n",
     )
     .expect("gitconfig");
-    let only = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    let want = |name: &str| only.as_deref().is_none_or(|o| name.contains(o));
-    if want("new") {
+    if wanted("new") {
         bench_new(&env);
     }
-    if want("list") {
+    if wanted("list") {
         bench_list(&env);
     }
 }

@@ -114,13 +114,7 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
     let cached_at = if options.purge {
         None
     } else {
-        let record = CacheRecord {
-            repo_root: found.repo_root.to_string_lossy().into_owned(),
-            worktree_path: wt.to_string_lossy().into_owned(),
-            branch: found.branch.clone().unwrap_or_default(),
-            state: CacheState::Removing,
-            cached_at: crate::atsf::now_timestamp(),
-        };
+        let record = removing_record(found, &wt);
         if found.from_cache {
             cache::set_state(&found.repo_root, &id, CacheState::Removing)?;
             Some(found.thread.dir().to_path_buf())
@@ -134,13 +128,7 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
     if !options.purge && wt.is_dir() {
         for t in crate::store::Store::for_project(&wt).list()?.threads {
             if t.meta.thread_id != id {
-                let record = CacheRecord {
-                    repo_root: found.repo_root.to_string_lossy().into_owned(),
-                    worktree_path: wt.to_string_lossy().into_owned(),
-                    branch: found.branch.clone().unwrap_or_default(),
-                    state: CacheState::Removing,
-                    cached_at: crate::atsf::now_timestamp(),
-                };
+                let record = removing_record(found, &wt);
                 cache::save(&found.repo_root, &t.thread, &record, true)?;
                 others.push(t.meta.thread_id);
             }
@@ -197,6 +185,17 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
         branch_kept,
         cached_at,
     })
+}
+
+/// The cache record of a thread whose worktree is being removed.
+fn removing_record(found: &Found, wt: &std::path::Path) -> CacheRecord {
+    CacheRecord {
+        repo_root: found.repo_root.to_string_lossy().into_owned(),
+        worktree_path: wt.to_string_lossy().into_owned(),
+        branch: found.branch.clone().unwrap_or_default(),
+        state: CacheState::Removing,
+        cached_at: crate::atsf::now_timestamp(),
+    }
 }
 
 /// `None` when the branch may be deleted; otherwise why it is kept.

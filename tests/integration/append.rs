@@ -298,15 +298,7 @@ fn inline_images_become_content_addressed_assets_once() {
         ),
     ];
     for input in &inputs {
-        let out = run_with_stdin(
-            sb.grove(&repo).args(["append", &id, "--stdin"]),
-            input.as_bytes(),
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        append_stdin(&sb, &repo, &id, input);
     }
     let dir = thread_dir(&repo, &id);
     let assets: Vec<_> = std::fs::read_dir(dir.join("assets"))

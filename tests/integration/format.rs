@@ -201,15 +201,7 @@ fn timestamps_are_utc_with_milliseconds() {
     let repo = sb.repo("r");
     let id = new_thread(&sb, &repo, "t");
     let input = r#"{"role":"user","timestamp":"2025-02-14T12:30:00+02:00","content":[{"type":"text","text":"x"}]}"#;
-    let out = run_with_stdin(
-        sb.grove(&repo).args(["append", &id, "--stdin"]),
-        input.as_bytes(),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    append_stdin(&sb, &repo, &id, input);
     let dir = repo.join(".agent/threads").join(&id);
     let meta = read_json(&dir.join("thread.json"));
     let shape = |s: &str| {

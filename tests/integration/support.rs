@@ -277,3 +277,17 @@ pub fn row_of(sb: &Sandbox, dir: &Path, id: &str) -> serde_json::Value {
         .find(|r| r["threadId"] == id)
         .unwrap_or_else(|| panic!("{id} not listed"))
 }
+
+/// `grove append ID --stdin` with `input`; asserts success.
+#[track_caller]
+pub fn append_stdin(sb: &Sandbox, dir: &Path, id: &str, input: &str) {
+    let out = run_with_stdin(
+        sb.grove(dir).args(["append", id, "--stdin"]),
+        input.as_bytes(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

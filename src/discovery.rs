@@ -386,3 +386,19 @@ pub fn resolve(project: &Project, query: &str) -> Result<Found> {
             dir: project.main_store().threads_dir(),
         })
 }
+
+/// The thread named by `query`, for commands that need only its files
+/// (append, show, repair). A full id in the current or main `.agent/` is
+/// found directly — an agent hook appending after every turn does not pay
+/// for a walk over all worktrees and the cache; anything else is resolved
+/// as [`resolve`] does.
+pub fn find_thread(project: &Project, query: &str) -> Result<Thread> {
+    crate::store::validate_thread_id(query)?;
+    for store in [project.store(), project.main_store()] {
+        let thread = store.thread(query)?;
+        if thread.meta_path().is_file() {
+            return Ok(thread);
+        }
+    }
+    Ok(resolve(project, query)?.thread)
+}

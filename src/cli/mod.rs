@@ -138,5 +138,5 @@ fn report(out: &Output, err: &anyhow::Error) -> ExitCode {
 /// `.agent/`, its worktrees', and the cache.
 pub fn resolve_thread(cwd: &std::path::Path, query: &str) -> anyhow::Result<grove::store::Thread> {
     let project = grove::project::Project::discover(cwd)?;
-    Ok(grove::discovery::resolve(&project, query)?.thread)
+    Ok(grove::discovery::find_thread(&project, query)?)
 }

@@ -95,3 +95,22 @@ fn new_thread_ids_are_uuid_v4() {
     let id = uuid::Uuid::parse_str(stdout.trim()).expect("a UUID on stdout");
     assert_eq!(id.get_version_num(), 4);
 }
+
+#[test]
+fn a_full_id_resolves_without_git_and_prefixes_search_everywhere() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let wt_task = new_task(&sb, &repo, &["in a worktree"]);
+    let wt_id = wt_task["threadId"].as_str().unwrap().to_string();
+    let local = new_thread(&sb, &repo, "local");
+    // With git gone from PATH, a full local id still resolves (no worktree walk)…
+    let mut cmd = sb.grove(&repo);
+    cmd.env("PATH", "/nonexistent");
+    ok(cmd.args(["append", &local, "--role", "user", "--text", "fast"]));
+    // …while a prefix of a worktree thread is found through discovery.
+    ok(sb
+        .grove(&repo)
+        .args(["append", &wt_id[..8], "--role", "user", "--text", "found"]));
+    assert_eq!(row_of(&sb, &repo, &wt_id)["stats"]["messageCount"], 1);
+    assert_eq!(row_of(&sb, &repo, &local)["stats"]["messageCount"], 1);
+}

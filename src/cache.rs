@@ -74,7 +74,7 @@ pub fn save(
     std::fs::create_dir_all(&dir).ctx("creating", &dir)?;
     let meta_bytes = std::fs::read(thread.meta_path()).ctx("reading", &thread.meta_path())?;
     crate::fsutil::write_atomic(&dir.join(atsf::THREAD_FILE), &meta_bytes)?;
-    link_or_copy(
+    crate::fsutil::link_or_copy(
         &thread.messages_path(),
         &dir.join(atsf::MESSAGES_FILE),
         copy_log,
@@ -88,7 +88,7 @@ pub fn save(
             let to = cached_assets.join(entry.file_name());
             if !to.exists() {
                 // Assets are content-addressed and never change: link or copy once.
-                link_or_copy(&entry.path(), &to, true)?;
+                crate::fsutil::link_or_copy(&entry.path(), &to, true)?;
             }
         }
     }
@@ -110,7 +110,8 @@ pub fn refresh(main_root: &Path, thread: &Thread, record: &CacheRecord) -> Resul
         (Ok(_), Err(_)) => true,
         (Err(_), _) => false,
     };
-    let log_linked = same_file(&thread.messages_path(), &dir.join(atsf::MESSAGES_FILE));
+    let log_linked =
+        crate::fsutil::same_file(&thread.messages_path(), &dir.join(atsf::MESSAGES_FILE));
     let moved = match read_record(&dir) {
         Ok(r) => {
             (&r.repo_root, &r.worktree_path, &r.branch, r.state)
@@ -127,44 +128,6 @@ pub fn refresh(main_root: &Path, thread: &Thread, record: &CacheRecord) -> Resul
         save(main_root, thread, record, false)?;
     }
     Ok(())
-}
-
-#[cfg(unix)]
-fn same_file(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
-        _ => false,
-    }
-}
-
-#[cfg(not(unix))]
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(x), Ok(y)) => x.len() == y.len() && x.modified().ok() == y.modified().ok(),
-        _ => false,
-    }
-}
-
-/// Hard-links `from` to `to` (replacing an older `to`), or copies when asked
-/// and linking is impossible.
-fn link_or_copy(from: &Path, to: &Path, copy: bool) -> Result<()> {
-    if !from.exists() || same_file(from, to) {
-        return Ok(());
-    }
-    let dir = to.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(".grove-link-{}", uuid::Uuid::new_v4()));
-    match std::fs::hard_link(from, &tmp) {
-        Ok(()) => {}
-        Err(_) if copy => {
-            std::fs::copy(from, &tmp).ctx("copying", from)?;
-        }
-        Err(_) => return Ok(()),
-    }
-    std::fs::rename(&tmp, to).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::io("renaming into", to, e)
-    })
 }
 
 fn write_record(dir: &Path, record: &CacheRecord) -> Result<()> {

@@ -62,6 +62,37 @@ pub struct Found {
     pub from_cache: bool,
 }
 
+impl Found {
+    /// The worktree directory, when it exists and the thread lives in it.
+    pub fn live_worktree(&self) -> Option<&Path> {
+        match self.status {
+            Status::Live | Status::Dirty | Status::Merged if !self.from_cache => {
+                self.worktree.as_deref().filter(|w| w.is_dir())
+            }
+            _ => None,
+        }
+    }
+
+    /// Brings the cached copy of a live worktree thread up to date after its
+    /// `thread.json` changed, so a later `rm -rf` loses nothing.
+    pub fn refresh_cache(&self) -> Result<()> {
+        let Some(wt) = self.live_worktree() else {
+            return Ok(());
+        };
+        if self.meta.context.worktree.is_none() {
+            return Ok(());
+        }
+        let record = CacheRecord {
+            repo_root: self.repo_root.to_string_lossy().into_owned(),
+            worktree_path: wt.to_string_lossy().into_owned(),
+            branch: self.branch.clone().unwrap_or_default(),
+            state: CacheState::Live,
+            cached_at: crate::atsf::now_timestamp(),
+        };
+        cache::refresh(&self.repo_root, &self.thread, &record)
+    }
+}
+
 /// What to find.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Options {

@@ -59,6 +59,18 @@ pub enum Error {
     #[error("invalid message: {0}")]
     InvalidMessage(String),
 
+    /// `thread.json` changed (its version `v` moved) between grove reading
+    /// it and writing it back.
+    #[error(
+        "thread {id} was changed by someone else while grove worked on it \
+         (version {expected} read, {found} found); nothing was written — run the command again"
+    )]
+    Conflict {
+        id: String,
+        expected: u64,
+        found: u64,
+    },
+
     /// A git operation failed.
     #[error("git: {0}")]
     Git(String),

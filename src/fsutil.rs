@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::error::{IoContext, Result};
+use crate::error::{Error, IoContext, Result};
 
 /// Replaces `path` with `bytes` atomically: a unique temp file in the same
 /// directory is written, fsynced and renamed over `path`, so a reader sees
@@ -56,4 +56,42 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
     #[cfg(not(unix))]
     let _ = dir;
     Ok(())
+}
+
+#[cfg(unix)]
+pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.len() == y.len() && x.modified().ok() == y.modified().ok(),
+        _ => false,
+    }
+}
+
+/// Hard-links `from` to `to` (replacing an older `to`), or copies when asked
+/// and linking is impossible.
+pub(crate) fn link_or_copy(from: &Path, to: &Path, copy: bool) -> Result<()> {
+    if !from.exists() || same_file(from, to) {
+        return Ok(());
+    }
+    let dir = to.parent().unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(".grove-link-{}", uuid::Uuid::new_v4()));
+    match std::fs::hard_link(from, &tmp) {
+        Ok(()) => {}
+        Err(_) if copy => {
+            std::fs::copy(from, &tmp).ctx("copying", from)?;
+        }
+        Err(_) => return Ok(()),
+    }
+    std::fs::rename(&tmp, to).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io("renaming into", to, e)
+    })
 }

@@ -65,6 +65,46 @@ impl Git {
         })
     }
 
+    /// Runs git with `input` on stdin and returns stdout as bytes (patches
+    /// are not UTF-8), failing with git's message on a non-zero exit.
+    /// `read_only` sets `GIT_OPTIONAL_LOCKS=0`, so git does not take the
+    /// index lock or refresh the index of a worktree it only reads.
+    pub fn bytes(
+        &self,
+        dir: &Path,
+        args: &[&str],
+        input: Option<&[u8]>,
+        read_only: bool,
+    ) -> Result<Vec<u8>> {
+        let mut expr = duct::cmd(&self.program, args)
+            .dir(dir)
+            .stdout_capture()
+            .stderr_capture()
+            .unchecked();
+        expr = match input {
+            Some(bytes) => expr.stdin_bytes(bytes.to_vec()),
+            None => expr.stdin_null(),
+        };
+        if read_only {
+            expr = expr.env("GIT_OPTIONAL_LOCKS", "0");
+        }
+        for var in SCRUBBED {
+            expr = expr.env_remove(var);
+        }
+        let out = expr
+            .run()
+            .map_err(|e| Error::Git(format!("could not run git {}: {e}", args.join(" "))))?;
+        if !out.status.success() {
+            return Err(Error::Git(format!(
+                "`git {}` failed in {}: {}",
+                args.join(" "),
+                dir.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(out.stdout)
+    }
+
     /// Runs git and fails with git's own message when it exits non-zero.
     /// Returns stdout with the trailing newline removed.
     pub fn run(&self, dir: &Path, args: &[&str]) -> Result<String> {

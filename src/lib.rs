@@ -25,11 +25,15 @@
 
 pub mod atsf;
 pub mod cache;
+pub mod checkpoint;
+pub mod delete;
 pub mod discovery;
 mod error;
+pub mod fork;
 pub mod fsutil;
 pub mod git;
 pub mod gitcmd;
+pub mod graph;
 pub mod home;
 pub mod hooks;
 pub mod project;

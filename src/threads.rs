@@ -26,6 +26,16 @@ pub fn new_meta(title: &str, agent_id: &str, context: Context) -> ThreadMeta {
         context,
         stats: Stats::default(),
         metadata: Some(Extra::new()),
+        v: None,
+        archived: None,
+        relationships: None,
+        origin_thread_id: None,
+        fork_point_index: None,
+        main_thread_id: None,
+        git: None,
+        conversation_summary: None,
+        files_touched: None,
+        next_steps: None,
         extra: Extra::new(),
     }
 }
@@ -93,4 +103,17 @@ pub fn choose_agent(explicit: Option<&str>, config: Option<&atsf::Config>) -> St
         .map(str::to_string)
         .or_else(|| config?.defaults.as_ref()?.agent_id.clone())
         .unwrap_or_else(|| UNKNOWN_AGENT.to_string())
+}
+
+/// Archives (`true`) or unarchives a thread; returns whether it changed.
+/// Unarchiving removes the field rather than writing `false`.
+pub fn set_archived(found: &crate::discovery::Found, archived: bool) -> crate::Result<bool> {
+    if found.meta.is_archived() == archived {
+        return Ok(false);
+    }
+    found
+        .thread
+        .update_meta(|m| m.archived = archived.then_some(true))?;
+    found.refresh_cache()?;
+    Ok(true)
 }

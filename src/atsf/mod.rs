@@ -5,18 +5,22 @@
 //! written back unchanged, so a thread another tool wrote survives grove
 //! touching it (the spec's round-trip rule).
 
+mod checkpoint;
 mod config;
 mod content;
 mod json;
 mod message;
+mod relationship;
 mod thread;
 mod time;
 mod version;
 
+pub use checkpoint::GitState;
 pub use config::{Config, CreatedBy, Defaults, PostSetupCommand, SymlinkHook, WorktreeHooks};
 pub use content::{ContentBlock, ImageBlock};
 pub use json::{parse_message_line, read_json_file, to_line, to_pretty};
 pub use message::{Diff, Message, Role, Tokens, ToolCall, ToolStatus};
+pub use relationship::{RelationKind, RelationRole, Relationship, fork_title};
 pub use thread::{Agent, Context, Stats, ThreadMeta, WorktreeInfo};
 pub use time::{normalize_timestamp, now_timestamp};
 pub use version::check_spec_version;

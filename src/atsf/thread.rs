@@ -1,6 +1,6 @@
 use serde::{Deserialize, Serialize};
 
-use super::{Extra, Role};
+use super::{Extra, GitState, Relationship, Role};
 use crate::atsf::Message;
 
 /// `thread.json`: the thread's metadata envelope.
@@ -17,6 +17,48 @@ pub struct ThreadMeta {
     pub stats: Stats,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Extra>,
+
+    // Extensions (documented in the README; other ATSF readers ignore them).
+    /// Version counter, bumped by every write of this file grove makes; a
+    /// write that finds another value than it read is a conflict (seed 001).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub v: Option<u64>,
+    /// Hidden from `grove list` unless `--archived`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archived: Option<bool>,
+    /// Fork, handoff and mention links, stored on both threads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relationships: Option<Vec<Relationship>>,
+    /// The thread this one was forked from.
+    #[serde(
+        rename = "originThreadID",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub origin_thread_id: Option<String>,
+    /// Index of the origin's last message copied into this fork.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork_point_index: Option<u64>,
+    /// For a subagent thread, the thread that started it.
+    #[serde(
+        rename = "mainThreadID",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub main_thread_id: Option<String>,
+    /// Git state at the last checkpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<GitState>,
+    /// What was accomplished, as of the last checkpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation_summary: Option<String>,
+    /// Files changed since the thread's initial commit (committed or not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files_touched: Option<Vec<String>>,
+    /// Remaining work, as of the last checkpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_steps: Option<Vec<String>>,
+
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -25,6 +67,47 @@ impl ThreadMeta {
     /// The application-specific `metadata` object, created when absent.
     pub fn metadata_mut(&mut self) -> &mut Extra {
         self.metadata.get_or_insert_with(Extra::new)
+    }
+
+    /// The version counter (`v`), 0 when absent.
+    pub fn version(&self) -> u64 {
+        self.v.unwrap_or(0)
+    }
+
+    /// Whether the thread is archived.
+    pub fn is_archived(&self) -> bool {
+        self.archived == Some(true)
+    }
+
+    /// The relationships (empty when there are none).
+    pub fn relationships(&self) -> &[Relationship] {
+        self.relationships.as_deref().unwrap_or_default()
+    }
+
+    /// `metadata.tags`, as HQ checkpoints keep them (strings only).
+    pub fn tags(&self) -> Vec<String> {
+        self.metadata
+            .as_ref()
+            .and_then(|m| m.get("tags"))
+            .and_then(|t| t.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Adds `tags` to `metadata.tags`, keeping order and skipping duplicates.
+    pub fn add_tags(&mut self, tags: &[String]) {
+        let mut all = self.tags();
+        for t in tags {
+            if !all.contains(t) {
+                all.push(t.clone());
+            }
+        }
+        self.metadata_mut()
+            .insert("tags".into(), serde_json::Value::from(all));
     }
 }
 

@@ -1,6 +1,6 @@
 use crate::error::{Error, Result};
 
-const FORMAT: &str = "%Y-%m-%dT%H:%M:%S%.3fZ";
+pub(crate) const FORMAT: &str = "%Y-%m-%dT%H:%M:%S%.3fZ";
 
 /// The current time as ATSF writes it: UTC, milliseconds, `Z`.
 pub fn now_timestamp() -> String {

@@ -4,6 +4,7 @@ use std::io::Write;
 use std::path::Path;
 
 use grove::discovery::{self, Options};
+use grove::graph::Graph;
 use grove::project::Project;
 use serde_json::json;
 
@@ -23,6 +24,18 @@ pub struct Args {
     #[arg(long)]
     all: bool,
 
+    /// Include archived threads.
+    #[arg(long)]
+    archived: bool,
+
+    /// Only threads tagged TAG (by `grove checkpoint --tag`); repeat to require several.
+    #[arg(long = "tag", value_name = "TAG")]
+    tags: Vec<String>,
+
+    /// Show forks, handoffs, subagents and mentions as a tree (JSON: nodes and edges).
+    #[arg(long)]
+    tree: bool,
+
     /// Print a JSON array of threads.
     #[arg(long)]
     json: bool,
@@ -40,11 +53,38 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     for e in &found.errors {
         out.warn(&format!("skipped a thread: {e}"));
     }
+    let all_threads = found.threads.clone();
+    let mut threads = found.threads;
+    let hidden = threads.iter().filter(|f| f.meta.is_archived()).count();
+    threads.retain(|f| {
+        (args.archived || !f.meta.is_archived()) && {
+            let tags = f.meta.tags();
+            args.tags.iter().all(|t| tags.contains(t))
+        }
+    });
     let stdout = std::io::stdout().lock();
     let mut w = std::io::BufWriter::new(stdout);
-    if args.json {
-        let rows: Vec<_> = found
-            .threads
+    if args.tree {
+        // The whole graph, so a hidden thread in the middle of a family is
+        // not shown as deleted; archived threads alone are left out.
+        let graph = Graph::build(&all_threads);
+        if args.json {
+            serde_json::to_writer_pretty(&mut w, &graph)?;
+            w.write_all(b"\n")?;
+        } else {
+            let roots: Vec<&str> = graph
+                .roots()
+                .into_iter()
+                .filter(|n| n.exists)
+                .filter(|n| {
+                    args.archived || !n.archived || !graph.children_of(&n.thread_id).is_empty()
+                })
+                .map(|n| n.thread_id.as_str())
+                .collect();
+            super::tree::write(&mut w, out.style(), &graph, &roots, None, true)?;
+        }
+    } else if args.json {
+        let rows: Vec<_> = threads
             .iter()
             .map(|f| {
                 json!({
@@ -60,16 +100,32 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
                     "locked": f.locked.is_some(),
                     "threadDir": f.thread.dir(),
                     "repoRoot": f.repo_root,
+                    "archived": f.meta.is_archived(),
+                    "tags": f.meta.tags(),
+                    "originThreadID": f.meta.origin_thread_id,
+                    "mainThreadID": f.meta.main_thread_id,
+                    "relationships": f.meta.relationships(),
+                    "conversationSummary": f.meta.conversation_summary,
+                    "nextSteps": f.meta.next_steps,
+                    "git": f.meta.git,
                 })
             })
             .collect();
         serde_json::to_writer_pretty(&mut w, &rows)?;
         w.write_all(b"\n")?;
-    } else if found.threads.is_empty() {
-        out.status("grove: no threads yet; `grove new \"title\"` starts one");
+    } else if threads.is_empty() {
+        if !args.tags.is_empty() {
+            out.status("grove: no thread has these tags");
+        } else if hidden > 0 {
+            out.status(&format!(
+                "grove: only archived threads ({hidden}); `grove list --archived` shows them"
+            ));
+        } else {
+            out.status("grove: no threads yet; `grove new \"title\"` starts one");
+        }
     } else {
         let s = out.style();
-        for f in &found.threads {
+        for f in &threads {
             let id: String = f.meta.thread_id.chars().take(8).collect();
             let status = match f.status.as_str() {
                 st @ ("dirty" | "missing") => s.yellow(&format!("{st:<7}")),
@@ -77,16 +133,38 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
                 st @ "removed" => s.dim(&format!("{st:<7}")),
                 st => format!("{st:<7}"),
             };
+            let tags: String = f.meta.tags().iter().map(|t| format!(" #{t}")).collect();
+            let archived = if f.meta.is_archived() {
+                " (archived)"
+            } else {
+                ""
+            };
             writeln!(
                 w,
-                "{}  {}  {}  {:>5} msgs  {:<20}  {}",
+                "{}  {}  {}  {:>5} msgs  {:<20}  {}{}{}",
                 s.yellow(&format!("{id:<8}")),
                 status,
                 s.dim(&human_time(&f.meta.updated_at)),
                 f.meta.stats.message_count,
                 f.branch.as_deref().unwrap_or("-"),
-                f.meta.title
+                f.meta.title,
+                s.cyan(&tags),
+                s.dim(archived)
             )?;
+            if let Some(summary) = &f.meta.conversation_summary {
+                let line = summary.lines().next().unwrap_or("");
+                let short: String = line.chars().take(100).collect();
+                writeln!(w, "{:10}{}", "", s.dim(&format!("↳ {short}")))?;
+            }
+            let next = f.meta.next_steps.as_deref().unwrap_or_default();
+            if !next.is_empty() {
+                writeln!(
+                    w,
+                    "{:10}{}",
+                    "",
+                    s.dim(&format!("next: {}", next.join("; ")))
+                )?;
+            }
         }
     }
     w.flush()?;

@@ -2,9 +2,15 @@
 //! where errors become messages and exit codes.
 
 mod append;
+mod archive;
+mod checkpoint;
+mod delete;
+mod fork;
 mod gc;
+mod handoff;
 mod init;
 mod list;
+mod mention;
 mod new;
 mod output;
 mod path;
@@ -12,6 +18,7 @@ mod progress;
 mod repair;
 mod rm;
 mod show;
+mod tree;
 mod trust;
 
 use std::path::PathBuf;
@@ -63,6 +70,14 @@ enum Command {
     Path(path::Args),
     Gc(gc::Args),
     Trust(trust::Args),
+    Fork(fork::Args),
+    Handoff(handoff::Args),
+    Mention(mention::Args),
+    Archive(archive::Args),
+    /// Show an archived thread in `grove list` again.
+    Unarchive(archive::Args),
+    Delete(delete::Args),
+    Checkpoint(checkpoint::Args),
 }
 
 /// A mistake in how grove was called, reported with exit code 2.
@@ -108,6 +123,13 @@ fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Path(args) => path::run(args, &cwd, out),
         Command::Gc(args) => gc::run(args, &cwd, out),
         Command::Trust(args) => trust::run(args, &cwd, out),
+        Command::Fork(args) => fork::run(args, &cwd, out),
+        Command::Handoff(args) => handoff::run(args, &cwd, out),
+        Command::Mention(args) => mention::run(args, &cwd, out),
+        Command::Archive(args) => archive::run(args, true, &cwd, out),
+        Command::Unarchive(args) => archive::run(args, false, &cwd, out),
+        Command::Delete(args) => delete::run(args, &cwd, out),
+        Command::Checkpoint(args) => checkpoint::run(args, &cwd, out),
     }
 }
 

@@ -40,8 +40,14 @@ pub struct Args {
     dir: Option<PathBuf>,
 
     /// Create the thread in the project's own .agent/ instead of a new worktree.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "carry")]
     no_worktree: bool,
+
+    /// Start the new worktree with this worktree's uncommitted changes
+    /// (staged, unstaged, untracked); the branch starts at its HEAD. This
+    /// worktree is left as it is.
+    #[arg(long)]
+    carry: bool,
 
     /// Do not apply worktreeHooks (symlinks, commands, initial prompt).
     #[arg(long)]
@@ -74,6 +80,13 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
             .unwrap_or(true);
     let title = thread_title(args.title.as_deref(), args.prompt.as_deref());
     let agent = threads::choose_agent(args.agent.as_deref(), config.as_ref());
+    if !use_worktree && args.carry {
+        return Err(super::UsageError(
+            "--carry needs a worktree, but defaults.useWorktree is false in .agent/config.json"
+                .into(),
+        )
+        .into());
+    }
     if !use_worktree {
         return new_local(&project, &title, &agent, args.prompt, args.json, out);
     }
@@ -86,34 +99,12 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         dir: args.dir,
         hooks: !args.no_hooks,
         trust: args.trust,
+        carry_from: args.carry.then(|| project.root.clone()),
     };
     let reporter = Reporter::new(false);
     let created = worktree::create(&project, &task, &reporter, &ask_trust)?;
     drop(reporter);
-    let failed = created.hooks.iter().filter(|h| h.is_failure()).count();
-    let ran = created.hooks.len();
-    if ran > 0 {
-        out.status(&format!(
-            "grove: {} hook(s): {} ok, {failed} failed, {} skipped",
-            ran,
-            created
-                .hooks
-                .iter()
-                .filter(|h| h.status == grove::hooks::HookStatus::Ok)
-                .count(),
-            created
-                .hooks
-                .iter()
-                .filter(|h| h.status == grove::hooks::HookStatus::Skipped)
-                .count(),
-        ));
-    }
-    out.status(&format!(
-        "grove: created {} on branch {} (thread {})",
-        created.worktree.display(),
-        created.branch,
-        created.meta.thread_id
-    ));
+    let failed = report_created(&created, out);
     if args.json {
         out.json(&serde_json::json!({
             "threadId": created.meta.thread_id,
@@ -122,6 +113,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
             "worktreePath": created.worktree,
             "threadDir": created.thread.dir(),
             "hooks": created.hooks,
+            "carried": created.carried,
         }))?;
     } else {
         out.line(&created.worktree.display().to_string())?;
@@ -137,6 +129,34 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         return Ok(super::exit::HOOK_FAILED);
     }
     Ok(super::exit::SUCCESS)
+}
+
+/// Reports a created task on stderr (hooks, carried changes, where it is);
+/// returns the number of failed hooks.
+pub fn report_created(created: &worktree::CreatedTask, out: &Output) -> usize {
+    let count = |status| created.hooks.iter().filter(|h| h.status == status).count();
+    let failed = created.hooks.iter().filter(|h| h.is_failure()).count();
+    if !created.hooks.is_empty() {
+        out.status(&format!(
+            "grove: {} hook(s): {} ok, {failed} failed, {} skipped",
+            created.hooks.len(),
+            count(grove::hooks::HookStatus::Ok),
+            count(grove::hooks::HookStatus::Skipped),
+        ));
+    }
+    if let Some(c) = &created.carried {
+        out.status(&format!(
+            "grove: carried {} staged, {} unstaged and {} untracked file(s)",
+            c.staged, c.unstaged, c.untracked
+        ));
+    }
+    out.status(&format!(
+        "grove: created {} on branch {} (thread {})",
+        created.worktree.display(),
+        created.branch,
+        created.meta.thread_id
+    ));
+    failed
 }
 
 fn new_local(
@@ -171,7 +191,7 @@ fn new_local(
 }
 
 /// Asks on a terminal whether the repository's commands may run.
-fn ask_trust(commands: &[PostSetupCommand]) -> bool {
+pub(super) fn ask_trust(commands: &[PostSetupCommand]) -> bool {
     if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
         return false;
     }

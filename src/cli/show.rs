@@ -4,7 +4,12 @@ use std::io::Write;
 use std::path::Path;
 
 use grove::Error;
-use grove::atsf::{ContentBlock, Message, Role, ThreadMeta, ToolStatus};
+use grove::atsf::{
+    ContentBlock, Message, RelationKind, RelationRole, Role, ThreadMeta, ToolStatus,
+};
+use grove::discovery;
+use grove::graph::Graph;
+use grove::project::Project;
 
 use super::Output;
 use super::output::{Style, human_time};
@@ -23,14 +28,57 @@ pub struct Args {
     #[arg(long)]
     full: bool,
 
+    /// Show the thread's family (forks, handoffs, subagents, mentions) as a
+    /// tree instead of its messages; with --json, {"nodes", "edges"}.
+    #[arg(long)]
+    tree: bool,
+
     /// Print {"thread": ..., "messages": [...], "errors": [...]} as JSON.
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
-    let thread = super::resolve_thread(cwd, &args.thread)?;
+    let project = Project::discover(cwd)?;
+    let thread = discovery::find_thread(&project, &args.thread)?;
     let meta = thread.meta()?;
+    // Titles and existence of related threads need a look at all threads;
+    // a thread without relationships does not pay for it.
+    let graph = if args.tree || !meta.relationships().is_empty() || meta.main_thread_id.is_some() {
+        let found = discovery::discover(
+            &project,
+            discovery::Options {
+                all_repos: true,
+                statuses: args.tree,
+            },
+        )?;
+        Some(Graph::build(&found.threads))
+    } else {
+        None
+    };
+    if args.tree {
+        let graph = graph.unwrap_or_default();
+        let stdout = std::io::stdout().lock();
+        let mut w = std::io::BufWriter::new(stdout);
+        if args.json {
+            // Only this thread's family.
+            let family = graph.family_of(&meta.thread_id);
+            serde_json::to_writer_pretty(&mut w, &family)?;
+            w.write_all(b"\n")?;
+        } else {
+            let root = graph.root_of(&meta.thread_id).to_string();
+            super::tree::write(
+                &mut w,
+                out.style(),
+                &graph,
+                &[root.as_str()],
+                Some(&meta.thread_id),
+                false,
+            )?;
+        }
+        w.flush()?;
+        return Ok(super::exit::SUCCESS);
+    }
     let messages = thread.messages()?;
     let stdout = std::io::stdout().lock();
     let mut w = std::io::BufWriter::with_capacity(256 * 1024, stdout);
@@ -61,6 +109,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     } else {
         let style = out.style();
         write_header(&mut w, style, &meta, thread.dir())?;
+        write_extensions(&mut w, style, &meta, graph.as_ref())?;
         for (index, item) in messages.enumerate() {
             match item {
                 Ok(m) => write_message(&mut w, style, index, &m, &args)?,
@@ -123,6 +172,87 @@ fn write_header(
         st.tool_call_count
     )?;
     writeln!(w, "{} {}", s.dim("dir:    "), dir.display())?;
+    Ok(())
+}
+
+/// Relationships, checkpoint and tags, when the thread has them.
+fn write_extensions(
+    w: &mut impl Write,
+    s: Style,
+    meta: &ThreadMeta,
+    graph: Option<&Graph>,
+) -> std::io::Result<()> {
+    let name = |id: &str| -> String {
+        let short: String = id.chars().take(8).collect();
+        match graph.and_then(|g| g.node(id)) {
+            Some(n) if n.exists => format!("{short} \"{}\"", n.title.as_deref().unwrap_or("")),
+            _ => format!("{short} {}", s.dim("(deleted)")),
+        }
+    };
+    if meta.is_archived() {
+        writeln!(w, "{} yes", s.dim("archived:"))?;
+    }
+    if let Some(main) = &meta.main_thread_id {
+        writeln!(w, "{} {}", s.dim("subagent of:"), name(main))?;
+    }
+    for r in meta.relationships() {
+        let relation = match (&r.kind, r.role) {
+            (RelationKind::Fork, RelationRole::Child) => "forked from".to_string(),
+            (RelationKind::Fork, RelationRole::Parent) => "forked to".to_string(),
+            (RelationKind::Handoff, RelationRole::Child) => "handed off from".to_string(),
+            (RelationKind::Handoff, RelationRole::Parent) => "handed off to".to_string(),
+            (RelationKind::Mention, RelationRole::Child) => "mentions".to_string(),
+            (RelationKind::Mention, RelationRole::Parent) => "mentioned by".to_string(),
+            (kind, role) => format!("{} ({})", kind.as_str(), role.as_str()),
+        };
+        let at = r
+            .message_index
+            .map(|i| format!(" at #{i}"))
+            .unwrap_or_default();
+        let comment = r
+            .comment
+            .as_deref()
+            .and_then(|c| c.lines().next())
+            .map(|c| s.dim(&format!(" — {}", c.chars().take(80).collect::<String>())))
+            .unwrap_or_default();
+        writeln!(
+            w,
+            "{} {} {}{at}{comment}",
+            s.dim("link:   "),
+            s.magenta(&relation),
+            name(&r.thread_id)
+        )?;
+    }
+    let tags = meta.tags();
+    if !tags.is_empty() {
+        let tags: Vec<String> = tags.iter().map(|t| format!("#{t}")).collect();
+        writeln!(w, "{} {}", s.dim("tags:   "), s.cyan(&tags.join(" ")))?;
+    }
+    if let Some(summary) = &meta.conversation_summary {
+        writeln!(w, "{} {summary}", s.dim("summary:"))?;
+    }
+    for step in meta.next_steps.as_deref().unwrap_or_default() {
+        writeln!(w, "{} {step}", s.dim("next:   "))?;
+    }
+    if let Some(g) = &meta.git {
+        let current = g.current_commit.as_deref().unwrap_or("");
+        writeln!(
+            w,
+            "{} {} at {}, {} commit(s) since start{}{}",
+            s.dim("checkpoint:"),
+            human_time(g.checkpointed_at.as_deref().unwrap_or("")),
+            &current[..current.len().min(12)],
+            g.commits_made.len(),
+            if g.dirty { ", uncommitted changes" } else { "" },
+            meta.files_touched
+                .as_ref()
+                .map(|f| format!(", {} file(s) touched", f.len()))
+                .unwrap_or_default()
+        )?;
+        for c in &g.commits_made {
+            writeln!(w, "            {c}")?;
+        }
+    }
     Ok(())
 }
 

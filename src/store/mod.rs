@@ -12,7 +12,10 @@ pub use assets::{asset_name, extension_for_mime, extract_inline_images, store_as
 pub use id::{new_thread_id, validate_thread_id};
 pub use reader::MessageReader;
 pub use tail::TornTail;
-pub use thread::{AppendOptions, Appended, RepairReport, Thread, validate_message};
+pub(crate) use thread::set_recorded_length;
+pub use thread::{
+    AppendOptions, Appended, RepairReport, Snapshot, Thread, ThreadLock, validate_message,
+};
 
 use crate::atsf::{self, Config, ThreadMeta};
 use crate::error::{Error, IoContext, Result};
@@ -165,6 +168,13 @@ impl Store {
     /// `messages.jsonl`. It is built under a hidden name and renamed into
     /// place, so a thread appears complete or not at all.
     pub fn create_thread(&self, meta: &ThreadMeta) -> Result<Thread> {
+        self.stage_thread(meta)?.publish()
+    }
+
+    /// Builds a thread under a hidden name in the threads directory, with
+    /// `thread.json` and an empty `messages.jsonl`, to be filled and then
+    /// [published](StagedThread::publish). Dropped unpublished, it is removed.
+    pub fn stage_thread(&self, meta: &ThreadMeta) -> Result<StagedThread> {
         let thread = self.thread(&meta.thread_id)?;
         self.ensure_dir()?;
         let threads = self.threads_dir();
@@ -179,17 +189,14 @@ impl Store {
             .prefix(".grove-new-")
             .tempdir_in(&threads)
             .ctx("creating a staging directory in", &threads)?;
-        let bytes = atsf::to_pretty(meta)?;
-        write_atomic(&staging.path().join(atsf::THREAD_FILE), &bytes)?;
-        let messages = staging.path().join(atsf::MESSAGES_FILE);
+        let staged = StagedThread {
+            staging: Some(staging),
+            thread,
+        };
+        staged.write_meta(meta)?;
+        let messages = staged.path().join(atsf::MESSAGES_FILE);
         std::fs::File::create(&messages).ctx("creating", &messages)?;
-        let staged = staging.keep();
-        if let Err(e) = std::fs::rename(&staged, thread.dir()) {
-            let _ = std::fs::remove_dir_all(&staged);
-            return Err(Error::io("moving the new thread into", thread.dir(), e));
-        }
-        crate::fsutil::sync_dir(&threads)?;
-        Ok(thread)
+        Ok(staged)
     }
 
     /// Every thread's metadata, newest `updatedAt` first. Reads only
@@ -212,6 +219,56 @@ impl Store {
         }
         sort_newest_first(&mut listing.threads);
         Ok(listing)
+    }
+}
+
+/// A thread being built aside; see [`Store::stage_thread`].
+#[derive(Debug)]
+pub struct StagedThread {
+    staging: Option<tempfile::TempDir>,
+    thread: Thread,
+}
+
+impl StagedThread {
+    /// The hidden directory being filled.
+    pub fn path(&self) -> &Path {
+        match &self.staging {
+            Some(dir) => dir.path(),
+            None => self.thread.dir(),
+        }
+    }
+
+    /// The thread it will become.
+    pub fn thread(&self) -> &Thread {
+        &self.thread
+    }
+
+    /// Replaces the staged `thread.json`.
+    pub fn write_meta(&self, meta: &ThreadMeta) -> Result<()> {
+        write_atomic(
+            &self.path().join(atsf::THREAD_FILE),
+            &atsf::to_pretty(meta)?,
+        )
+    }
+
+    /// Renames the staged directory into place: the thread appears whole.
+    pub fn publish(mut self) -> Result<Thread> {
+        let Some(staging) = self.staging.take() else {
+            return Ok(self.thread.clone());
+        };
+        let staged = staging.keep();
+        if let Err(e) = std::fs::rename(&staged, self.thread.dir()) {
+            let _ = std::fs::remove_dir_all(&staged);
+            return Err(Error::io(
+                "moving the new thread into",
+                self.thread.dir(),
+                e,
+            ));
+        }
+        if let Some(parent) = self.thread.dir().parent() {
+            crate::fsutil::sync_dir(parent)?;
+        }
+        Ok(self.thread.clone())
     }
 }
 

@@ -146,7 +146,7 @@ impl Thread {
         meta.stats.add(&message);
         meta.updated_at = message.timestamp.clone();
         set_recorded_length(&mut meta, clean_len + line.len() as u64);
-        self.write_meta(&meta)?;
+        self.save_meta(&mut meta)?;
         drop(file);
         Ok(Appended {
             message,
@@ -155,14 +155,47 @@ impl Thread {
         })
     }
 
-    /// Changes `thread.json` under the thread's lock, so it cannot race an append.
+    /// Changes `thread.json` under the thread's lock, so it cannot race an
+    /// append, and bumps its version `v`.
     pub fn update_meta(&self, change: impl FnOnce(&mut ThreadMeta)) -> Result<ThreadMeta> {
-        self.meta()?;
-        let _lock = open_locked(&self.messages_path())?;
-        let mut meta = self.meta()?;
+        self.update_meta_if(None, change)
+    }
+
+    /// Like [`Thread::update_meta`], but only if the version `v` is still
+    /// `expected` (when given): otherwise nothing is written and the result
+    /// is [`Error::Conflict`].
+    pub fn update_meta_if(
+        &self,
+        expected: Option<u64>,
+        change: impl FnOnce(&mut ThreadMeta),
+    ) -> Result<ThreadMeta> {
+        let locked = self.lock()?;
+        let mut meta = locked.meta()?;
+        locked.check_version(&meta, expected)?;
         change(&mut meta);
-        self.write_meta(&meta)?;
+        locked.save(&mut meta)?;
         Ok(meta)
+    }
+
+    /// Takes the thread's exclusive lock (the one appends take) until the
+    /// guard is dropped. Refuses an unsupported thread before creating anything.
+    pub fn lock(&self) -> Result<ThreadLock<'_>> {
+        self.meta()?;
+        let file = open_locked(&self.messages_path())?;
+        Ok(ThreadLock { thread: self, file })
+    }
+
+    /// `thread.json` with its version bumped, written atomically.
+    fn save_meta(&self, meta: &mut ThreadMeta) -> Result<()> {
+        meta.v = Some(meta.version() + 1);
+        self.write_meta(meta)
+    }
+
+    /// A consistent view for copying: `thread.json` and the length of the
+    /// complete lines of `messages.jsonl`, read together under the lock.
+    /// Since the log is append-only, those bytes stay as they are.
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        self.lock()?.snapshot()
     }
 
     /// Sets aside a torn tail, recomputes `stats` from `messages.jsonl` and
@@ -183,7 +216,7 @@ impl Thread {
         if rewrote_meta {
             meta.stats = stats_after.clone();
             set_recorded_length(&mut meta, clean_len);
-            self.write_meta(&meta)?;
+            self.save_meta(&mut meta)?;
         }
         Ok(RepairReport {
             torn,
@@ -193,6 +226,70 @@ impl Thread {
             rewrote_meta,
         })
     }
+}
+
+/// A thread's exclusive lock; see [`Thread::lock`].
+#[derive(Debug)]
+pub struct ThreadLock<'a> {
+    thread: &'a Thread,
+    file: File,
+}
+
+impl ThreadLock<'_> {
+    /// Reads `thread.json` (under the lock).
+    pub fn meta(&self) -> Result<ThreadMeta> {
+        self.thread.meta()
+    }
+
+    /// Fails with [`Error::Conflict`] when `meta`'s version is not `expected`.
+    pub fn check_version(&self, meta: &ThreadMeta, expected: Option<u64>) -> Result<()> {
+        match expected {
+            Some(e) if e != meta.version() => Err(Error::Conflict {
+                id: self.thread.id.clone(),
+                expected: e,
+                found: meta.version(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Writes `meta` with its version bumped.
+    pub fn save(&self, meta: &mut ThreadMeta) -> Result<()> {
+        self.thread.save_meta(meta)
+    }
+
+    /// The thread this lock is on.
+    pub fn thread(&self) -> &Thread {
+        self.thread
+    }
+
+    /// See [`Thread::snapshot`].
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        let path = self.thread.messages_path();
+        let meta = self.meta()?;
+        let len = self
+            .file
+            .metadata()
+            .ctx("reading metadata of", &path)?
+            .len();
+        let complete_len = tail::complete_len(&self.file, &path, len)?;
+        let stats_exact = recorded_length(&meta) == Some(complete_len);
+        Ok(Snapshot {
+            meta,
+            messages_len: complete_len,
+            stats_exact,
+        })
+    }
+}
+
+/// What [`Thread::snapshot`] read.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub meta: ThreadMeta,
+    /// Bytes of `messages.jsonl` up to the last complete line.
+    pub messages_len: u64,
+    /// Whether `meta.stats` count exactly those bytes.
+    pub stats_exact: bool,
 }
 
 fn open_locked(path: &Path) -> Result<File> {
@@ -220,7 +317,7 @@ fn recount(path: &Path) -> Result<(Stats, Vec<Error>)> {
     Ok((stats, bad))
 }
 
-fn recorded_length(meta: &ThreadMeta) -> Option<u64> {
+pub(crate) fn recorded_length(meta: &ThreadMeta) -> Option<u64> {
     meta.metadata
         .as_ref()?
         .get("grove")?
@@ -228,7 +325,7 @@ fn recorded_length(meta: &ThreadMeta) -> Option<u64> {
         .as_u64()
 }
 
-fn set_recorded_length(meta: &mut ThreadMeta, len: u64) {
+pub(crate) fn set_recorded_length(meta: &mut ThreadMeta, len: u64) {
     let grove = meta
         .metadata_mut()
         .entry("grove")

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+use super::carry::{self, Carried};
 use super::{Repo, exclude};
 use crate::atsf::{self, Config, Context, ThreadMeta, WorktreeInfo};
 use crate::cache::{self, CacheRecord, CacheState};
@@ -30,6 +31,32 @@ pub struct NewTask {
     pub hooks: bool,
     /// Trust the command list without asking (`--trust`).
     pub trust: bool,
+    /// A worktree whose uncommitted changes the new worktree starts with
+    /// (`--carry`, `fork`); the source is not changed. The branch then starts
+    /// at that worktree's HEAD unless `base` says otherwise.
+    pub carry_from: Option<PathBuf>,
+}
+
+/// How the task's thread is made once its worktree exists.
+pub trait MakeThread {
+    /// Creates the thread in `store` from `meta`, whose id, context and
+    /// `metadata.grove` are filled in.
+    fn make(&self, store: &Store, meta: ThreadMeta) -> Result<Thread>;
+
+    /// Whether the project's `initialPrompt` opens the conversation (not for
+    /// a thread that continues another's).
+    fn initial_prompt(&self) -> bool {
+        true
+    }
+}
+
+/// A new, empty thread.
+struct EmptyThread;
+
+impl MakeThread for EmptyThread {
+    fn make(&self, store: &Store, meta: ThreadMeta) -> Result<Thread> {
+        store.create_thread(&meta)
+    }
 }
 
 /// What was created.
@@ -40,6 +67,8 @@ pub struct CreatedTask {
     pub worktree: PathBuf,
     pub branch: String,
     pub hooks: Vec<HookOutcome>,
+    /// What was carried from `carry_from`.
+    pub carried: Option<Carried>,
 }
 
 /// Undoes what `create` made if it fails before the thread exists.
@@ -93,6 +122,18 @@ pub fn create(
     task: &NewTask,
     reporter: &dyn HookReporter,
     ask_trust: &dyn Fn(&[atsf::PostSetupCommand]) -> bool,
+) -> Result<CreatedTask> {
+    create_with(project, task, reporter, ask_trust, &EmptyThread)
+}
+
+/// [`create`], with the thread made by `maker` (a fork or a handoff brings
+/// its conversation).
+pub fn create_with(
+    project: &Project,
+    task: &NewTask,
+    reporter: &dyn HookReporter,
+    ask_trust: &dyn Fn(&[atsf::PostSetupCommand]) -> bool,
+    maker: &dyn MakeThread,
 ) -> Result<CreatedTask> {
     if project.git.is_none() {
         return Err(Error::Other(format!(
@@ -152,7 +193,33 @@ pub fn create(
             (name, true)
         }
     };
-    let base_rev = task.base.clone().unwrap_or_else(|| "HEAD".to_string());
+    // Carried changes are relative to the source worktree's HEAD.
+    let (base_rev, carry) = match (&task.carry_from, &task.base) {
+        (Some(src), base) => {
+            let changes = carry::changes(&repo.git, src)?;
+            if !changes.unmerged.is_empty() {
+                return Err(Error::Refused(format!(
+                    "{} has unresolved merge conflicts ({}); resolve them first",
+                    src.display(),
+                    changes.unmerged.join(", ")
+                )));
+            }
+            let rev = match base {
+                Some(b) => b.clone(),
+                None => repo
+                    .git
+                    .run(src, &["rev-parse", "--verify", "HEAD^{commit}"])
+                    .map_err(|e| {
+                        Error::Other(format!(
+                            "{} has no commit to start from: {e}",
+                            src.display()
+                        ))
+                    })?,
+            };
+            (rev, Some((src.clone(), changes)))
+        }
+        (None, base) => (base.clone().unwrap_or_else(|| "HEAD".to_string()), None),
+    };
     let base_commit = if create_branch {
         repo.resolve_commit(&base_rev)?.ok_or_else(|| {
             Error::Other(format!(
@@ -216,6 +283,10 @@ pub fn create(
         )));
     }
     let dir = dir.canonicalize().ctx("resolving", &dir)?;
+    let carried = match &carry {
+        Some((src, changes)) => Some(carry::apply(&repo.git, changes, src, &dir)?),
+        None => None,
+    };
 
     // 3. The thread, inside the worktree.
     let head = repo.git.run(&dir, &["rev-parse", "HEAD"])?;
@@ -272,7 +343,7 @@ pub fn create(
             "excludes": excludes,
         }),
     );
-    let thread = wt_store.create_thread(&meta)?;
+    let thread = maker.make(&wt_store, meta)?;
     rollback.armed = false;
 
     // 4. Hooks. From here on nothing fails the task: outcomes are recorded.
@@ -348,7 +419,13 @@ pub fn create(
     // 5. First messages: initialPrompt, then --prompt.
     let mut prompts = Vec::new();
     if let Some(initial) = &hooks_cfg.initial_prompt {
-        let outcome = if task.hooks {
+        let outcome = if !maker.initial_prompt() {
+            HookOutcome::skipped(
+                HookKind::InitialPrompt,
+                "initial prompt",
+                "the thread continues an existing conversation",
+            )
+        } else if task.hooks {
             prompts.push(initial.clone());
             HookOutcome {
                 kind: HookKind::InitialPrompt,
@@ -395,6 +472,7 @@ pub fn create(
         worktree: dir,
         branch,
         hooks: outcomes,
+        carried,
     })
 }
 

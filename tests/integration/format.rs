@@ -92,8 +92,13 @@ fn unknown_fields_at_every_level_survive_an_append() {
     assert_eq!(new["toolCalls"][0]["diff"]["mode"], "100644");
     assert_eq!(new["tokens"]["reasoning"], 9);
 
-    // thread.json: every field is still there; only updatedAt, the counts and grove's own key changed.
+    // thread.json: every field is still there; only updatedAt, the counts,
+    // the version counter and grove's own key changed.
     let mut after = read_json(&thread_dir.join("thread.json"));
+    assert_eq!(
+        after["v"], 1,
+        "the version counter starts at 0 and was bumped once"
+    );
     assert_eq!(after["stats"]["messageCount"], 2);
     assert_eq!(after["stats"]["agentMessageCount"], 1);
     assert_eq!(
@@ -111,6 +116,7 @@ fn unknown_fields_at_every_level_survive_an_append() {
         let o = v.as_object_mut().unwrap();
         o.remove("updatedAt");
         o.remove("stats");
+        o.remove("v");
         o["metadata"].as_object_mut().unwrap().remove("grove");
     }
     assert_eq!(after, expected);

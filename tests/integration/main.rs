@@ -4,11 +4,14 @@
 mod support;
 
 mod append;
+mod checkpoint;
 mod cli;
 mod examples;
+mod fork;
 mod format;
 mod hooks;
 mod ids;
 mod read;
+mod relations;
 mod remove;
 mod worktree;

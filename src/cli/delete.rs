@@ -1,0 +1,103 @@
+//! `grove delete`
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::Path;
+
+use grove::project::Project;
+use grove::{delete, discovery};
+
+use super::Output;
+
+/// Delete a thread and its conversation for good; with --cascade also its
+/// subagent threads. Relationship entries other threads hold for them are
+/// removed. A thread's own worktree is removed under `grove rm`'s rules
+/// (refused with uncommitted or unpushed work unless --force). Asks first on
+/// a terminal; elsewhere --yes is required.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Thread id or a unique prefix of it.
+    thread: String,
+
+    /// Also delete the threads whose mainThreadID is this one (subagents).
+    #[arg(long)]
+    cascade: bool,
+
+    /// Do not ask.
+    #[arg(long, short = 'y')]
+    yes: bool,
+
+    /// Remove worktrees even with uncommitted or unpushed work, and delete unmerged branches.
+    #[arg(long)]
+    force: bool,
+
+    /// Print what was deleted as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
+    let project = Project::discover(cwd)?;
+    let target = discovery::resolve(&project, &args.thread)?;
+    let plan = delete::plan(&project, &target, args.cascade)?;
+    if !args.yes && !confirm(&plan)? {
+        if !std::io::stdin().is_terminal() {
+            return Err(super::UsageError(format!(
+                "refusing to delete thread {} without confirmation: pass --yes",
+                target.meta.thread_id
+            ))
+            .into());
+        }
+        out.status("grove: nothing deleted");
+        return Ok(super::exit::ERROR);
+    }
+    let deleted = delete::execute(&plan, args.force)?;
+    if deleted.links_removed > 0 {
+        out.status(&format!(
+            "grove: removed {} relationship entr{} from other threads",
+            deleted.links_removed,
+            if deleted.links_removed == 1 {
+                "y"
+            } else {
+                "ies"
+            }
+        ));
+    }
+    for b in &deleted.branches {
+        out.status(&format!("grove: deleted branch {b}"));
+    }
+    if args.json {
+        out.json(&deleted)?;
+    } else {
+        for id in &deleted.threads {
+            out.line(id)?;
+        }
+    }
+    Ok(super::exit::SUCCESS)
+}
+
+/// Asks on a terminal; false (without asking) elsewhere.
+fn confirm(plan: &delete::Plan) -> anyhow::Result<bool> {
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return Ok(false);
+    }
+    let mut err = std::io::stderr().lock();
+    writeln!(err, "This deletes, with their conversations:")?;
+    for t in &plan.targets {
+        writeln!(
+            err,
+            "  {}  {} ({} messages)",
+            t.meta.thread_id, t.meta.title, t.meta.stats.message_count
+        )?;
+    }
+    for wt in &plan.worktrees {
+        writeln!(err, "  worktree {}", wt.display())?;
+    }
+    write!(err, "Delete? [y/N] ")?;
+    err.flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(matches!(
+        answer.trim().to_ascii_lowercase().as_str(),
+        "y" | "yes"
+    ))
+}

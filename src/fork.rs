@@ -1,0 +1,457 @@
+//! Forks and handoffs: new threads that continue another one, linked to it
+//! on both sides.
+//!
+//! The child is built aside (messages copied, assets linked), then, holding
+//! the parent's lock, the parent's version `v` is compared with the one the
+//! copy was made from. Unchanged: the child is moved into place and the
+//! parent's side of the relationship written, each atomically. Changed (an
+//! append, a rename, another fork in between): nothing is written, the
+//! staged child is dropped, and the fork is made again from the new state —
+//! a few times, then it fails cleanly. There is never a one-sided link.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use crate::atsf::{
+    self, ContentBlock, Message, RelationKind, RelationRole, Relationship, Role, Stats, ThreadMeta,
+};
+use crate::discovery::Found;
+use crate::error::{Error, IoContext, Result};
+use crate::hooks::HookReporter;
+use crate::project::Project;
+use crate::store::{Snapshot, StagedThread, Store, Thread, ThreadLock, set_recorded_length};
+use crate::worktree::{self, CreatedTask, MakeThread, NewTask};
+
+/// Optimistic attempts before the last one, which holds the parent's lock
+/// from snapshot to commit (appends to the parent wait for the copy).
+const OPTIMISTIC_ATTEMPTS: usize = 3;
+
+/// What the child continues from its parent.
+#[derive(Debug, Clone)]
+pub enum Derivation {
+    /// Messages `0..=at` (default: all) copied.
+    Fork { at: Option<u64> },
+    /// A fresh context whose first message (role `system`) is the summary.
+    Handoff { summary: String },
+}
+
+impl Derivation {
+    fn kind(&self) -> RelationKind {
+        match self {
+            Derivation::Fork { .. } => RelationKind::Fork,
+            Derivation::Handoff { .. } => RelationKind::Handoff,
+        }
+    }
+}
+
+/// The child to make.
+#[derive(Debug, Clone)]
+pub struct ChildSpec {
+    pub derivation: Derivation,
+    /// Title; default `Forked: X` (per seed 001) or `Handoff: X`.
+    pub title: Option<String>,
+}
+
+/// Where the child goes.
+#[derive(Debug, Clone, Default)]
+pub struct DeriveOptions {
+    /// Give the child its own worktree when the parent has one.
+    pub worktree: bool,
+    /// Carry the parent worktree's uncommitted changes into the child's.
+    pub carry: bool,
+    /// Apply `worktreeHooks`.
+    pub hooks: bool,
+    /// Trust the repository's commands without asking.
+    pub trust: bool,
+    pub branch: Option<String>,
+    pub dir: Option<PathBuf>,
+}
+
+/// What was made.
+#[derive(Debug)]
+pub struct Derived {
+    pub thread: Thread,
+    pub meta: ThreadMeta,
+    /// The child's worktree, when it got one.
+    pub task: Option<CreatedTask>,
+    /// Why the child has no worktree although one was asked for.
+    pub no_worktree_reason: Option<String>,
+}
+
+/// Makes a fork or handoff of `parent`: with its own worktree (from the
+/// parent worktree's HEAD) when the parent has a live worktree and
+/// `options.worktree`, else in `project`'s `.agent/`.
+pub fn derive(
+    project: &Project,
+    parent: &Found,
+    spec: &ChildSpec,
+    options: &DeriveOptions,
+    reporter: &dyn HookReporter,
+    ask_trust: &dyn Fn(&[atsf::PostSetupCommand]) -> bool,
+) -> Result<Derived> {
+    let maker = ChildMaker {
+        parent: &parent.thread,
+        spec,
+    };
+    let title = spec
+        .title
+        .clone()
+        .unwrap_or_else(|| default_title(&spec.derivation, &parent.meta.title));
+    let (parent_wt, reason) = match (options.worktree, parent.live_worktree()) {
+        (true, Some(wt)) => (Some(wt.to_path_buf()), None),
+        (true, None) => (
+            None,
+            Some(format!(
+                "thread {} has no worktree ({})",
+                parent.meta.thread_id,
+                parent.status.as_str()
+            )),
+        ),
+        (false, _) => (None, None),
+    };
+    let result = match parent_wt {
+        Some(wt) => {
+            let wt_project = Project::discover(&wt)?;
+            let head = crate::gitcmd::Git::find()?.run(&wt, &["rev-parse", "HEAD"])?;
+            let task = NewTask {
+                title,
+                agent: parent.meta.agent.id.clone(),
+                prompt: None,
+                branch: options.branch.clone(),
+                base: (!options.carry).then_some(head),
+                dir: options.dir.clone(),
+                hooks: options.hooks,
+                trust: options.trust,
+                carry_from: options.carry.then_some(wt),
+            };
+            let created = worktree::create_with(&wt_project, &task, reporter, ask_trust, &maker)?;
+            Derived {
+                thread: created.thread.clone(),
+                meta: created.meta.clone(),
+                task: Some(created),
+                no_worktree_reason: None,
+            }
+        }
+        None => {
+            let template =
+                crate::threads::new_meta(&title, &parent.meta.agent.id, project.context());
+            let thread = maker.make(&project.store(), template)?;
+            Derived {
+                meta: thread.meta()?,
+                thread,
+                task: None,
+                no_worktree_reason: reason,
+            }
+        }
+    };
+    parent.refresh_cache()?;
+    Ok(result)
+}
+
+fn default_title(derivation: &Derivation, parent_title: &str) -> String {
+    match derivation {
+        Derivation::Fork { .. } => atsf::fork_title(parent_title),
+        Derivation::Handoff { .. } => {
+            let base = parent_title
+                .strip_prefix("Handoff: ")
+                .unwrap_or(parent_title);
+            format!("Handoff: {base}")
+        }
+    }
+}
+
+struct ChildMaker<'a> {
+    parent: &'a Thread,
+    spec: &'a ChildSpec,
+}
+
+impl MakeThread for ChildMaker<'_> {
+    fn make(&self, store: &Store, meta: ThreadMeta) -> Result<Thread> {
+        make_child(self.parent, store, meta, self.spec)
+    }
+
+    fn initial_prompt(&self) -> bool {
+        false
+    }
+}
+
+/// Prepares and commits the child; made again from the new state while the
+/// parent keeps changing. After a few conflicts the parent is locked for the
+/// whole copy, so a busy parent (an agent appending every second) cannot
+/// starve the fork.
+pub fn make_child(
+    parent: &Thread,
+    store: &Store,
+    template: ThreadMeta,
+    spec: &ChildSpec,
+) -> Result<Thread> {
+    for _ in 0..OPTIMISTIC_ATTEMPTS {
+        let prepared = prepare(parent, store, template.clone(), spec)?;
+        match prepared.commit(parent) {
+            Err(Error::Conflict { .. }) => continue,
+            other => return other,
+        }
+    }
+    let lock = parent.lock()?;
+    let prepared = prepare_from(parent, lock.snapshot()?, store, template, spec)?;
+    prepared.commit_locked(&lock)
+}
+
+/// A child built aside from a snapshot of its parent, not yet visible.
+#[derive(Debug)]
+pub struct Prepared {
+    staged: StagedThread,
+    parent_version: u64,
+    parent_side: Relationship,
+}
+
+impl Prepared {
+    /// The child's id.
+    pub fn child_id(&self) -> &str {
+        self.staged.thread().id()
+    }
+
+    /// Links the child into the parent: under the parent's lock, if its
+    /// version is still the snapshot's, the child is moved into place and the
+    /// parent's relationship written. Otherwise [`Error::Conflict`], and
+    /// nothing is written (the staged child is removed).
+    pub fn commit(self, parent: &Thread) -> Result<Thread> {
+        self.commit_locked(&parent.lock()?)
+    }
+
+    /// [`Prepared::commit`] under a lock already held on the parent.
+    pub fn commit_locked(self, lock: &ThreadLock<'_>) -> Result<Thread> {
+        let mut meta = lock.meta()?;
+        lock.check_version(&meta, Some(self.parent_version))?;
+        meta.relationships
+            .get_or_insert_with(Vec::new)
+            .push(self.parent_side);
+        let child = self.staged.publish()?;
+        if let Err(e) = lock.save(&mut meta) {
+            // The parent's side could not be written: take the child back
+            // rather than leave a one-sided link.
+            let _ = std::fs::remove_dir_all(child.dir());
+            return Err(e);
+        }
+        Ok(child)
+    }
+}
+
+/// Builds the child of `parent` in `store` from a snapshot of the parent:
+/// `template` gives its id and context; title, agent, messages, stats and the
+/// child's side of the relationship are filled in here.
+pub fn prepare(
+    parent: &Thread,
+    store: &Store,
+    template: ThreadMeta,
+    spec: &ChildSpec,
+) -> Result<Prepared> {
+    prepare_from(parent, parent.snapshot()?, store, template, spec)
+}
+
+fn prepare_from(
+    parent: &Thread,
+    snap: Snapshot,
+    store: &Store,
+    template: ThreadMeta,
+    spec: &ChildSpec,
+) -> Result<Prepared> {
+    let mut meta = template;
+    if meta.title.is_empty() || spec.title.is_none() {
+        meta.title = spec
+            .title
+            .clone()
+            .unwrap_or_else(|| default_title(&spec.derivation, &snap.meta.title));
+    }
+    meta.agent = snap.meta.agent.clone();
+    let tags = snap.meta.tags();
+    if !tags.is_empty() {
+        meta.add_tags(&tags);
+    }
+    let staged = store.stage_thread(&meta)?;
+    let messages_path = staged.path().join(atsf::MESSAGES_FILE);
+    let now = atsf::now_timestamp();
+    let (copied, message_index, comment) = match &spec.derivation {
+        Derivation::Fork { at } => {
+            let copied = copy_messages(parent, &snap, *at, &messages_path)?;
+            link_assets(&parent.assets_dir(), &staged.path().join(atsf::ASSETS_DIR))?;
+            let index = copied.lines.checked_sub(1);
+            meta.origin_thread_id = Some(parent.id().to_string());
+            meta.fork_point_index = index;
+            (copied, index, None)
+        }
+        Derivation::Handoff { summary } => {
+            let mut message = Message::new(Role::System, vec![ContentBlock::text(summary)]);
+            message.timestamp = now.clone();
+            let line = atsf::to_line(&message)?;
+            std::fs::write(&messages_path, &line).ctx("writing", &messages_path)?;
+            let mut stats = Stats::default();
+            stats.add(&message);
+            let parent_lines = count_lines(parent, &snap)?;
+            let copied = Copied {
+                lines: 1,
+                bytes: line.len() as u64,
+                stats,
+                last_timestamp: Some(message.timestamp),
+            };
+            (copied, parent_lines.checked_sub(1), Some(summary.clone()))
+        }
+    };
+    meta.stats = copied.stats;
+    meta.updated_at = copied
+        .last_timestamp
+        .unwrap_or_else(|| meta.created_at.clone());
+    set_recorded_length(&mut meta, copied.bytes);
+    let relation = |thread_id: &str, role| Relationship {
+        thread_id: thread_id.to_string(),
+        kind: spec.derivation.kind(),
+        role,
+        message_index,
+        created_at: Some(now.clone()),
+        comment: comment.clone(),
+        extra: Default::default(),
+    };
+    meta.relationships = Some(vec![relation(parent.id(), RelationRole::Child)]);
+    staged.write_meta(&meta)?;
+    let parent_side = relation(&meta.thread_id, RelationRole::Parent);
+    Ok(Prepared {
+        staged,
+        parent_version: snap.meta.version(),
+        parent_side,
+    })
+}
+
+/// What [`copy_messages`] copied.
+struct Copied {
+    /// Non-blank lines (message indices), malformed ones included.
+    lines: u64,
+    bytes: u64,
+    stats: Stats,
+    last_timestamp: Option<String>,
+}
+
+/// Copies messages `0..=at` (all without `at`) of the snapshot, byte for
+/// byte, so fields grove does not know survive.
+fn copy_messages(parent: &Thread, snap: &Snapshot, at: Option<u64>, to: &Path) -> Result<Copied> {
+    let from = parent.messages_path();
+    if at.is_none() && snap.stats_exact {
+        // Fast path: every line a valid message (the count of newlines equals
+        // the exact stats), so the bytes are copied by the kernel unparsed.
+        let newlines = count_newlines(&from, snap.messages_len)?;
+        if newlines == snap.meta.stats.message_count {
+            let mut src = File::open(&from).ctx("opening", &from)?;
+            let mut dst = File::create(to).ctx("creating", to)?;
+            let bytes = std::io::copy(&mut (&mut src).take(snap.messages_len), &mut dst)
+                .ctx("copying", &from)?;
+            dst.sync_all().ctx("syncing", to)?;
+            let mut stats = snap.meta.stats.clone();
+            stats.extra = Default::default();
+            return Ok(Copied {
+                lines: newlines,
+                bytes,
+                stats,
+                last_timestamp: (newlines > 0).then(|| snap.meta.updated_at.clone()),
+            });
+        }
+    }
+    let src = File::open(&from).ctx("opening", &from)?;
+    let mut reader = BufReader::with_capacity(256 * 1024, src.take(snap.messages_len));
+    let mut out = BufWriter::with_capacity(256 * 1024, File::create(to).ctx("creating", to)?);
+    let mut copied = Copied {
+        lines: 0,
+        bytes: 0,
+        stats: Stats::default(),
+        last_timestamp: None,
+    };
+    let mut line = Vec::new();
+    let mut number = 0;
+    while at.is_none_or(|n| copied.lines <= n) {
+        line.clear();
+        let n = reader.read_until(b'\n', &mut line).ctx("reading", &from)?;
+        if n == 0 {
+            break;
+        }
+        number += 1;
+        out.write_all(&line).ctx("writing", to)?;
+        copied.bytes += n as u64;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        copied.lines += 1;
+        if let Ok(m) = atsf::parse_message_line(&from, number, &line) {
+            copied.stats.add(&m);
+            copied.last_timestamp = Some(m.timestamp);
+        }
+    }
+    if let Some(n) = at
+        && copied.lines <= n
+    {
+        return Err(Error::Other(format!(
+            "thread {} has {} message(s) (indices 0 to {}); --at {n} is past the end",
+            parent.id(),
+            copied.lines,
+            copied.lines.saturating_sub(1)
+        )));
+    }
+    let file = out
+        .into_inner()
+        .map_err(|e| Error::io("writing", to, e.into_error()))?;
+    file.sync_all().ctx("syncing", to)?;
+    Ok(copied)
+}
+
+/// Message indices in the snapshot (non-blank lines).
+fn count_lines(parent: &Thread, snap: &Snapshot) -> Result<u64> {
+    let from = parent.messages_path();
+    if snap.stats_exact {
+        let newlines = count_newlines(&from, snap.messages_len)?;
+        if newlines == snap.meta.stats.message_count {
+            return Ok(newlines);
+        }
+    }
+    let src = File::open(&from).ctx("opening", &from)?;
+    let reader = BufReader::with_capacity(256 * 1024, src.take(snap.messages_len));
+    let mut count = 0;
+    for line in reader.split(b'\n') {
+        if !line
+            .ctx("reading", &from)?
+            .iter()
+            .all(u8::is_ascii_whitespace)
+        {
+            count += 1;
+        }
+    }
+    Ok(count)
+}
+
+fn count_newlines(path: &Path, len: u64) -> Result<u64> {
+    let mut file = File::open(path).ctx("opening", path)?.take(len);
+    let mut buf = vec![0u8; 1 << 20];
+    let mut count = 0u64;
+    loop {
+        let n = file.read(&mut buf).ctx("reading", path)?;
+        if n == 0 {
+            return Ok(count);
+        }
+        count += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+    }
+}
+
+/// Shares the parent's assets with the child: content-addressed files never
+/// change, so a hard link is enough (a copy across filesystems).
+fn link_assets(from: &Path, to: &Path) -> Result<()> {
+    let entries = match std::fs::read_dir(from) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io("listing", from, e)),
+    };
+    std::fs::create_dir_all(to).ctx("creating", to)?;
+    for entry in entries {
+        let entry = entry.ctx("listing", from)?;
+        if entry.file_type().ctx("reading", &entry.path())?.is_file() {
+            crate::fsutil::link_or_copy(&entry.path(), &to.join(entry.file_name()), true)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,217 @@
+//! Carrying a worktree's uncommitted changes — staged, unstaged, and
+//! untracked files that are not ignored — into another worktree of the same
+//! repository, without touching the source.
+//!
+//! The source is only read, with `GIT_OPTIONAL_LOCKS=0` so git neither locks
+//! nor refreshes its index: its `git status` stays byte-for-byte the same.
+//! The staged part is applied to the target's index and files, the
+//! unstaged part to its files only, so the target shows the same staged /
+//! unstaged split as the source.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::error::{Error, IoContext, Result};
+use crate::gitcmd::Git;
+
+/// Options every patch is made with, whatever the user's diff config says
+/// (`diff.noprefix`, `diff.external`, `color.ui=always`, `diff.relative`
+/// would all make a patch `git apply` cannot read).
+const DIFF_ARGS: &[&str] = &[
+    "--binary",
+    "--full-index",
+    "--no-color",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--no-relative",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
+    "--ignore-submodules=none",
+];
+
+/// The uncommitted state of a worktree, read with one `git status`.
+#[derive(Debug, Default, Clone)]
+pub struct Changes {
+    /// Paths with staged changes.
+    pub staged: Vec<String>,
+    /// Paths with unstaged changes to tracked files.
+    pub unstaged: Vec<String>,
+    /// Untracked, not ignored files (threads' directories left out: a thread
+    /// belongs to one worktree).
+    pub untracked: Vec<String>,
+    /// Paths with merge conflicts.
+    pub unmerged: Vec<String>,
+}
+
+impl Changes {
+    /// Nothing to carry.
+    pub fn is_empty(&self) -> bool {
+        self.staged.is_empty() && self.unstaged.is_empty() && self.untracked.is_empty()
+    }
+}
+
+/// What was carried, in file counts.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Carried {
+    pub staged: usize,
+    pub unstaged: usize,
+    pub untracked: usize,
+}
+
+/// Reads the uncommitted changes of the worktree at `source`.
+pub fn changes(git: &Git, source: &Path) -> Result<Changes> {
+    let out = git.bytes(
+        source,
+        &[
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--ignore-submodules=none",
+            "--no-renames",
+        ],
+        None,
+        true,
+    )?;
+    Ok(parse_status(&out))
+}
+
+/// Parses `git status --porcelain=v1 -z --no-renames`.
+fn parse_status(out: &[u8]) -> Changes {
+    let mut changes = Changes::default();
+    for entry in out.split(|&b| b == 0) {
+        if entry.len() < 4 {
+            continue;
+        }
+        let (x, y) = (entry[0], entry[1]);
+        let path = String::from_utf8_lossy(&entry[3..]).into_owned();
+        match (x, y) {
+            (b'?', b'?') => {
+                if !is_thread_path(&path) {
+                    changes.untracked.push(path);
+                }
+            }
+            (b'!', b'!') => {}
+            (b'U', _) | (_, b'U') | (b'A', b'A') | (b'D', b'D') => changes.unmerged.push(path),
+            _ => {
+                if x != b' ' {
+                    changes.staged.push(path.clone());
+                }
+                if y != b' ' {
+                    changes.unstaged.push(path);
+                }
+            }
+        }
+    }
+    changes
+}
+
+/// `.agent/threads/…`: never carried, a thread lives in one worktree.
+fn is_thread_path(path: &str) -> bool {
+    let prefix = format!("{}/{}/", crate::atsf::AGENT_DIR, crate::atsf::THREADS_DIR);
+    path.starts_with(&prefix)
+}
+
+/// Reproduces `changes` of `source` in `target`, a fresh worktree checked
+/// out at the same commit as `source`'s HEAD.
+pub fn apply(git: &Git, changes: &Changes, source: &Path, target: &Path) -> Result<Carried> {
+    if !changes.unmerged.is_empty() {
+        return Err(Error::Refused(format!(
+            "{} has unresolved merge conflicts ({}); resolve them before carrying its changes",
+            source.display(),
+            changes.unmerged.join(", ")
+        )));
+    }
+    if !changes.staged.is_empty() {
+        let patch = diff(git, source, true)?;
+        apply_patch(git, target, &patch, true)?;
+    }
+    if !changes.unstaged.is_empty() {
+        let patch = diff(git, source, false)?;
+        apply_patch(git, target, &patch, false)?;
+    }
+    for rel in &changes.untracked {
+        copy_untracked(source, target, rel)?;
+    }
+    Ok(Carried {
+        staged: changes.staged.len(),
+        unstaged: changes.unstaged.len(),
+        untracked: changes.untracked.len(),
+    })
+}
+
+fn diff(git: &Git, source: &Path, cached: bool) -> Result<Vec<u8>> {
+    let mut args = vec!["diff"];
+    if cached {
+        args.push("--cached");
+    }
+    args.extend_from_slice(DIFF_ARGS);
+    git.bytes(source, &args, None, true)
+}
+
+fn apply_patch(git: &Git, target: &Path, patch: &[u8], index: bool) -> Result<()> {
+    if patch.is_empty() {
+        return Ok(());
+    }
+    let mut args = vec!["apply", "--whitespace=nowarn"];
+    if index {
+        args.push("--index");
+    }
+    git.bytes(target, &args, Some(patch), false)
+        .map(|_| ())
+        .map_err(|e| {
+            Error::Git(format!(
+                "could not carry the {} changes into {}: {e}",
+                if index { "staged" } else { "unstaged" },
+                target.display()
+            ))
+        })
+}
+
+/// Copies one untracked file (or symlink, as a symlink) from `source` to
+/// `target`, refusing paths that leave the worktree.
+fn copy_untracked(source: &Path, target: &Path, rel: &str) -> Result<()> {
+    let rel: PathBuf = crate::hooks::checked_relative(rel)
+        .map_err(|why| Error::Refused(format!("not carrying untracked path {rel:?}: {why}")))?;
+    let from = source.join(&rel);
+    let to = target.join(&rel);
+    let meta = std::fs::symlink_metadata(&from).ctx("reading", &from)?;
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent).ctx("creating", parent)?;
+    }
+    if meta.file_type().is_symlink() {
+        let link = std::fs::read_link(&from).ctx("reading the link", &from)?;
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&link, &to).ctx("creating the link", &to)?;
+        #[cfg(windows)]
+        {
+            let dir = from.metadata().map(|m| m.is_dir()).unwrap_or(false);
+            if dir {
+                std::os::windows::fs::symlink_dir(&link, &to).ctx("creating the link", &to)?;
+            } else {
+                std::os::windows::fs::symlink_file(&link, &to).ctx("creating the link", &to)?;
+            }
+        }
+    } else if meta.is_file() {
+        std::fs::copy(&from, &to).ctx("copying", &from)?;
+    }
+    // Anything else (a nested repository shows as a directory) is left alone.
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_entries_are_sorted_into_their_kinds() {
+        let out = b"M  staged.txt\0 M unstaged.txt\0MM both.txt\0?? new.txt\0?? .agent/threads/x/thread.json\0UU conflict.txt\0D  gone.txt\0";
+        let c = parse_status(out);
+        assert_eq!(c.staged, ["staged.txt", "both.txt", "gone.txt"]);
+        assert_eq!(c.unstaged, ["unstaged.txt", "both.txt"]);
+        assert_eq!(c.untracked, ["new.txt"]);
+        assert_eq!(c.unmerged, ["conflict.txt"]);
+    }
+}

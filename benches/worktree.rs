@@ -3,6 +3,9 @@
 //! - `grove new --no-hooks` against plain `git worktree add -b` on a
 //!   generated repository of 5,000 files, alternating in one run: ratio of medians.
 //! - `grove list --json` with 100 worktrees × 10 threads, warm.
+//! - `grove fork` of a thread with a 50 MB `messages.jsonl` in a worktree of
+//!   5,000 files (one modified and one untracked file carried), against
+//!   `git worktree add -b` plus `cp` of the messages file, alternating.
 //!
 //! GROVE_BENCH_SCALE (e.g. 0.2) shrinks the sizes for a quick look.
 
@@ -131,6 +134,96 @@ fn bench_list(env: &Env) {
     );
 }
 
+/// Fills `thread_dir/messages.jsonl` with about `bytes` of realistic messages.
+fn fill_log(thread_dir: &Path, bytes: usize) {
+    use std::io::Write;
+    let path = thread_dir.join("messages.jsonl");
+    let mut out = std::io::BufWriter::new(
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .expect("open log"),
+    );
+    let body = "Let me look at the failing test and the code it exercises. ".repeat(30);
+    let mut written = 0;
+    let mut i = 0u64;
+    while written < bytes {
+        let line = serde_json::json!({
+            "id": format!("m{i}"),
+            "role": if i.is_multiple_of(2) { "user" } else { "agent" },
+            "timestamp": "2025-03-01T10:00:00.000Z",
+            "content": [{"type": "text", "text": format!("{i}: {body}")}],
+            "toolCalls": [{"toolCallId": format!("t{i}"), "name": "read_file",
+                "status": "completed", "input": "{\"path\":\"src/lib.rs\"}",
+                "output": body}],
+        })
+        .to_string();
+        writeln!(out, "{line}").expect("write");
+        written += line.len() + 1;
+        i += 1;
+    }
+    out.flush().expect("flush");
+}
+
+fn bench_fork(env: &Env) {
+    let files = scaled(5_000);
+    let log_bytes = scaled(50 << 20);
+    let repo = make_repo(env, "forked", files);
+    let out = env
+        .cmd(GROVE, &repo)
+        .args(["new", "--no-hooks", "parent", "--json"])
+        .stdout(Stdio::piped())
+        .output()
+        .expect("grove new");
+    assert!(out.status.success());
+    let created: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let id = created["threadId"].as_str().expect("id").to_string();
+    let wt = PathBuf::from(created["worktreePath"].as_str().expect("path"));
+    let thread_dir = PathBuf::from(created["threadDir"].as_str().expect("dir"));
+    fill_log(&thread_dir, log_bytes);
+    let mut repair = env.cmd(GROVE, &wt);
+    repair.args(["repair", &id]);
+    env.time(repair);
+    std::fs::write(wt.join("src/mod0/file0.rs"), "changed\n").expect("modify");
+    std::fs::write(wt.join("notes.md"), "untracked\n").expect("untracked");
+    // A worktree in use has an index newer than its files (any `git status`
+    // or commit refreshes it). Right after checkout every entry is "racily
+    // clean" and each read-only status would re-read all 5,000 files.
+    std::thread::sleep(Duration::from_millis(1100));
+    env.git(&wt, &["status", "--short"]);
+    let log = thread_dir.join("messages.jsonl");
+    let log_mb = std::fs::metadata(&log).expect("log").len() as f64 / (1 << 20) as f64;
+
+    let rounds = 9;
+    let (mut grove_t, mut base_t) = (Vec::new(), Vec::new());
+    for i in 0..rounds {
+        let mut fork = env.cmd(GROVE, &wt);
+        fork.args(["fork", &id, "--no-hooks"]);
+        grove_t.push(env.time(fork));
+        let dir = env.root.join(format!("fork-plain-{i}"));
+        let mut git = env.cmd("git", &wt);
+        git.args([
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            &format!("fork-plain-{i}"),
+            dir.to_str().expect("utf-8"),
+            "HEAD",
+        ]);
+        let mut cp = env.cmd("cp", &wt);
+        cp.arg(&log).arg(dir.join("messages.jsonl"));
+        base_t.push(env.time(git) + env.time(cp));
+    }
+    let (g, b) = (median(grove_t), median(base_t));
+    println!(
+        "fork of a {log_mb:.0} MB thread, {files}-file worktree: grove {:.1} ms, git worktree add + cp {:.1} ms, ratio {:.2} (target <= 1.20)",
+        g.as_secs_f64() * 1e3,
+        b.as_secs_f64() * 1e3,
+        g.as_secs_f64() / b.as_secs_f64()
+    );
+}
+
 fn main() {
     let tmp = tempfile::Builder::new()
         .prefix("grove-bench-")
@@ -149,5 +242,8 @@ fn main() {
     }
     if wanted("list") {
         bench_list(&env);
+    }
+    if wanted("fork") {
+        bench_fork(&env);
     }
 }

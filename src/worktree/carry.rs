@@ -114,9 +114,16 @@ fn is_thread_path(path: &str) -> bool {
     path.starts_with(&prefix)
 }
 
-/// Reproduces `changes` of `source` in `target`, a fresh worktree checked
-/// out at the same commit as `source`'s HEAD.
-pub fn apply(git: &Git, changes: &Changes, source: &Path, target: &Path) -> Result<Carried> {
+/// The patches of a worktree's staged and unstaged changes.
+#[derive(Debug, Default, Clone)]
+pub struct Patches {
+    pub staged: Vec<u8>,
+    pub unstaged: Vec<u8>,
+}
+
+/// Reads the patches `changes` calls for (none when there is nothing of a
+/// kind). Reads only: it can run while the target worktree is being made.
+pub fn patches(git: &Git, changes: &Changes, source: &Path) -> Result<Patches> {
     if !changes.unmerged.is_empty() {
         return Err(Error::Refused(format!(
             "{} has unresolved merge conflicts ({}); resolve them before carrying its changes",
@@ -124,14 +131,27 @@ pub fn apply(git: &Git, changes: &Changes, source: &Path, target: &Path) -> Resu
             changes.unmerged.join(", ")
         )));
     }
+    let mut patches = Patches::default();
     if !changes.staged.is_empty() {
-        let patch = diff(git, source, true)?;
-        apply_patch(git, target, &patch, true)?;
+        patches.staged = diff(git, source, true)?;
     }
     if !changes.unstaged.is_empty() {
-        let patch = diff(git, source, false)?;
-        apply_patch(git, target, &patch, false)?;
+        patches.unstaged = diff(git, source, false)?;
     }
+    Ok(patches)
+}
+
+/// Reproduces `changes` of `source` (with their `patches`) in `target`, a
+/// fresh worktree checked out at the same commit as `source`'s HEAD.
+pub fn apply(
+    git: &Git,
+    changes: &Changes,
+    patches: &Patches,
+    source: &Path,
+    target: &Path,
+) -> Result<Carried> {
+    apply_patch(git, target, &patches.staged, true)?;
+    apply_patch(git, target, &patches.unstaged, false)?;
     for rel in &changes.untracked {
         copy_untracked(source, target, rel)?;
     }

@@ -206,14 +206,10 @@ pub fn create_with(
             }
             let rev = match base {
                 Some(b) => b.clone(),
-                None => repo
-                    .git
-                    .run(src, &["rev-parse", "--verify", "HEAD^{commit}"])
-                    .map_err(|e| {
-                        Error::Other(format!(
-                            "{} has no commit to start from: {e}",
-                            src.display()
-                        ))
+                None => crate::git::discover(src)?
+                    .and_then(|info| info.head)
+                    .ok_or_else(|| {
+                        Error::Other(format!("{} has no commit to start from", src.display()))
                     })?,
             };
             (rev, Some((src.clone(), changes)))
@@ -271,7 +267,20 @@ pub fn create_with(
     } else {
         args.extend([dir_str.as_str(), branch.as_str()]);
     }
-    let added = repo.git.output(&repo.main_root, &args)?;
+    // The source's patches are read while git checks the new worktree out.
+    let (added, patches) = std::thread::scope(|scope| {
+        let patches = carry.as_ref().map(|(src, changes)| {
+            let git = repo.git.clone();
+            scope.spawn(move || carry::patches(&git, changes, src))
+        });
+        let added = repo.git.output(&repo.main_root, &args);
+        let patches = patches.map(|h| {
+            h.join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        });
+        (added, patches)
+    });
+    let added = added?;
     rollback.worktree = Some(dir.clone());
     if create_branch && repo.branch_exists(&branch)? {
         rollback.branch = Some(branch.clone());
@@ -282,14 +291,20 @@ pub fn create_with(
             added.stderr
         )));
     }
+    let patches = patches.transpose()?;
     let dir = dir.canonicalize().ctx("resolving", &dir)?;
-    let carried = match &carry {
-        Some((src, changes)) => Some(carry::apply(&repo.git, changes, src, &dir)?),
-        None => None,
+    let carried = match (&carry, &patches) {
+        (Some((src, changes)), Some(patches)) => {
+            Some(carry::apply(&repo.git, changes, patches, src, &dir)?)
+        }
+        _ => None,
     };
 
     // 3. The thread, inside the worktree.
-    let head = repo.git.run(&dir, &["rev-parse", "HEAD"])?;
+    let head = match crate::git::discover(&dir)?.and_then(|info| info.head) {
+        Some(head) => head,
+        None => repo.git.run(&dir, &["rev-parse", "HEAD"])?,
+    };
     let wt_store = Store::for_project(&dir);
     let mut excludes = Vec::new();
     for name in [atsf::CONFIG_FILE, ".gitignore"] {

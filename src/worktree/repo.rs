@@ -50,8 +50,21 @@ impl Repo {
             .map(drop)
     }
 
+    /// libgit2's handle, when it can open the repository.
+    fn git2(&self) -> Option<git2::Repository> {
+        git2::Repository::open(&self.main_root).ok()
+    }
+
     /// Full commit id of `rev`, or `None` if it does not name a commit.
     pub fn resolve_commit(&self, rev: &str) -> Result<Option<String>> {
+        if let Some(repo) = self.git2() {
+            // A revision libgit2 does not understand is asked of git below.
+            if let Ok(obj) = repo.revparse_single(rev)
+                && let Ok(commit) = obj.peel_to_commit()
+            {
+                return Ok(Some(commit.id().to_string()));
+            }
+        }
         let spec = format!("{rev}^{{commit}}");
         let out = self.git.output(
             &self.main_root,
@@ -63,6 +76,9 @@ impl Repo {
     /// Whether `refs/heads/<branch>` exists.
     pub fn branch_exists(&self, branch: &str) -> Result<bool> {
         let r = format!("refs/heads/{branch}");
+        if let Some(repo) = self.git2() {
+            return Ok(repo.find_reference(&r).is_ok());
+        }
         self.git
             .check(&self.main_root, &["show-ref", "-q", "--verify", &r])
     }
@@ -72,12 +88,27 @@ impl Repo {
         if branch.starts_with('-') {
             return Ok(false);
         }
+        if let Ok(valid) = git2::Branch::name_is_valid(branch) {
+            return Ok(valid);
+        }
         self.git
             .check(&self.main_root, &["check-ref-format", "--branch", branch])
     }
 
     /// The remote URL of `origin` (or the first remote), if any.
     pub fn remote_url(&self) -> Result<Option<String>> {
+        if let Some(repo) = self.git2()
+            && let Ok(names) = repo.remotes()
+        {
+            let names: Vec<&str> = names.iter().flatten().flatten().collect();
+            let Some(name) = names.iter().find(|n| **n == "origin").or(names.first()) else {
+                return Ok(None);
+            };
+            return Ok(repo
+                .find_remote(name)
+                .ok()
+                .and_then(|r| r.url().ok().map(str::to_string)));
+        }
         let remotes = self.git.output(&self.main_root, &["remote"])?;
         let names: Vec<&str> = remotes.stdout.lines().collect();
         let Some(name) = names.iter().find(|n| **n == "origin").or(names.first()) else {

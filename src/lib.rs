@@ -8,6 +8,10 @@
 //! - [`store`]: a `.agent/` directory and its threads (create, append, read, repair).
 //! - [`project`]: which project and `.agent/` a directory belongs to.
 //! - [`git`]: reading git state.
+//! - [`worktree`]: tasks in worktrees (create, carry changes, remove, gc).
+//! - [`fork`], [`graph`], [`delete`], [`checkpoint`]: thread operations —
+//!   forks and handoffs, mentions and the relationship graph, cascade
+//!   deletion, git checkpoints.
 //!
 //! ```
 //! use grove::atsf::{ContentBlock, Message, Role};

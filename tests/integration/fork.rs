@@ -386,3 +386,85 @@ fn fork_of_a_removed_thread_has_no_worktree_and_says_so() {
     assert_eq!(parent_row["status"], "removed");
     assert_eq!(parent_row["relationships"][0]["threadID"], fork["threadId"]);
 }
+
+#[test]
+fn a_fork_shares_the_parents_assets() {
+    use base64::Engine;
+    let sb = Sandbox::new();
+    let dir = sb.dir("p");
+    let parent = new_thread(&sb, &dir, "Screenshots");
+    let b64 = base64::engine::general_purpose::STANDARD.encode(b"\x89PNG fake image bytes");
+    append_stdin(
+        &sb,
+        &dir,
+        &parent,
+        &format!(
+            r#"{{"role":"user","content":[{{"type":"image","mimeType":"image/png","data":"{b64}"}}]}}"#
+        ),
+    );
+    let fork = fork_json(&sb, &dir, &[&parent, "--no-worktree"]);
+    let child_dir = thread_dir(&dir, fork["threadId"].as_str().unwrap());
+    let asset_ref = message_lines(&child_dir)[0]["content"][0]["assetRef"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let in_child = child_dir.join("assets").join(&asset_ref);
+    let in_parent = thread_dir(&dir, &parent).join("assets").join(&asset_ref);
+    assert_eq!(
+        std::fs::read(&in_child).unwrap(),
+        std::fs::read(&in_parent).unwrap()
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!(
+            std::fs::metadata(&in_child).unwrap().ino(),
+            std::fs::metadata(&in_parent).unwrap().ino(),
+            "shared by a hard link, not copied"
+        );
+    }
+}
+
+#[test]
+fn a_forked_worktree_gets_the_hooks_but_not_the_initial_prompt_again() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    std::fs::write(repo.join(".env.local"), "SECRET=1\n").unwrap();
+    write_config(
+        &repo,
+        serde_json::json!({"specVersion": "1.1", "worktreeHooks": {
+            "symlinks": [{"source": ".env.local"}],
+            "initialPrompt": "Read CONTRIBUTING first."
+        }}),
+    );
+    let task = new_task(&sb, &repo, &["Hooked", "--prompt", "fix it"]);
+    let parent = task["threadId"].as_str().unwrap();
+    let fork = fork_json(&sb, &repo, &[parent]);
+    let wt = PathBuf::from(fork["worktreePath"].as_str().unwrap());
+    assert!(
+        std::fs::symlink_metadata(wt.join(".env.local"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    let hooks = fork["hooks"].as_array().unwrap();
+    let prompt = hooks.iter().find(|h| h["kind"] == "initialPrompt").unwrap();
+    assert_eq!(prompt["status"], "skipped", "{prompt}");
+    let child_dir = wt
+        .join(".agent/threads")
+        .join(fork["threadId"].as_str().unwrap());
+    let texts: Vec<String> = message_lines(&child_dir)
+        .iter()
+        .map(|m| m["content"][0]["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        texts,
+        ["Read CONTRIBUTING first.", "fix it"],
+        "copied once, not re-sent"
+    );
+    assert_eq!(
+        sb.git(&wt, &["status", "--porcelain"]),
+        "",
+        "hook files excluded"
+    );
+}

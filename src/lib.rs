@@ -33,6 +33,7 @@ pub mod checkpoint;
 pub mod delete;
 pub mod discovery;
 mod error;
+pub mod export;
 pub mod fork;
 pub mod fsutil;
 pub mod git;

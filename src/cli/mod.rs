@@ -5,6 +5,7 @@ mod append;
 mod archive;
 mod checkpoint;
 mod delete;
+mod export;
 mod fork;
 mod gc;
 mod handoff;
@@ -78,6 +79,7 @@ enum Command {
     Unarchive(archive::Args),
     Delete(delete::Args),
     Checkpoint(checkpoint::Args),
+    Export(export::Args),
 }
 
 /// A mistake in how grove was called, reported with exit code 2.
@@ -130,6 +132,7 @@ fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Unarchive(args) => archive::run(args, false, &cwd, out),
         Command::Delete(args) => delete::run(args, &cwd, out),
         Command::Checkpoint(args) => checkpoint::run(args, &cwd, out),
+        Command::Export(args) => export::run(args, &cwd, out),
     }
 }
 

@@ -7,6 +7,7 @@ mod append;
 mod checkpoint;
 mod cli;
 mod examples;
+mod export;
 mod fork;
 mod format;
 mod hooks;

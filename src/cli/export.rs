@@ -1,0 +1,99 @@
+//! `grove export`
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use grove::export::{self, Format};
+
+use super::Output;
+
+/// Write a thread out for people: Markdown to paste into an issue, a single
+/// self-contained HTML page (images embedded, tool calls collapsible,
+/// thinking folded), or the raw ATSF message log (jsonl).
+#[derive(clap::Args)]
+pub struct Args {
+    /// Thread id or a unique prefix of it.
+    thread: String,
+
+    /// md, html or jsonl.
+    #[arg(long, short = 'f', value_enum)]
+    format: FormatArg,
+
+    /// Write to FILE (replaced atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    output: Option<PathBuf>,
+
+    /// With -o: print {threadId, format, path, messages, skipped} as JSON.
+    #[arg(long, requires = "output")]
+    json: bool,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum FormatArg {
+    Md,
+    Html,
+    Jsonl,
+}
+
+pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
+    let thread = super::resolve_thread(cwd, &args.thread)?;
+    let format = match args.format {
+        FormatArg::Md => Format::Markdown,
+        FormatArg::Html => Format::Html,
+        FormatArg::Jsonl => Format::Jsonl,
+    };
+    let done = match &args.output {
+        Some(path) => {
+            let path = cwd.join(path);
+            let dir = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            // Built aside and renamed: FILE is whole or untouched.
+            let mut tmp = tempfile::Builder::new()
+                .prefix(".grove-export-")
+                .tempfile_in(dir)
+                .map_err(|e| anyhow::anyhow!("cannot write in {}: {e}", dir.display()))?;
+            let mut w = std::io::BufWriter::new(tmp.as_file_mut());
+            let done = export::export(&thread, format, &mut w)?;
+            w.flush()?;
+            drop(w);
+            tmp.persist(&path)
+                .map_err(|e| anyhow::anyhow!("cannot write {}: {}", path.display(), e.error))?;
+            out.status(&format!(
+                "grove: exported {} message(s) to {}",
+                done.messages,
+                path.display()
+            ));
+            if args.json {
+                out.json(&serde_json::json!({
+                    "threadId": thread.id(),
+                    "format": format_name(format),
+                    "path": path,
+                    "messages": done.messages,
+                    "skipped": done.skipped.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                }))?;
+            }
+            done
+        }
+        None => {
+            let stdout = std::io::stdout().lock();
+            let mut w = std::io::BufWriter::with_capacity(256 * 1024, stdout);
+            let done = export::export(&thread, format, &mut w)?;
+            w.flush()?;
+            done
+        }
+    };
+    for e in &done.skipped {
+        out.warn(&format!("skipped a malformed line: {e}"));
+    }
+    Ok(super::exit::SUCCESS)
+}
+
+fn format_name(format: Format) -> &'static str {
+    match format {
+        Format::Markdown => "md",
+        Format::Html => "html",
+        Format::Jsonl => "jsonl",
+    }
+}

@@ -1,0 +1,120 @@
+//! Threads as documents for people: Markdown to paste into an issue, one
+//! self-contained HTML page, or the raw ATSF message log. Every exporter
+//! streams the log: a large thread is never held in memory.
+
+mod html;
+mod markdown;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use crate::atsf::{Message, ThreadMeta};
+use crate::error::{Error, IoContext, Result};
+use crate::store::Thread;
+
+/// An export format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Markdown,
+    Html,
+    /// The thread's `messages.jsonl`, complete lines only, byte for byte.
+    Jsonl,
+}
+
+/// What an export wrote.
+#[derive(Debug, Default)]
+pub struct Exported {
+    pub messages: u64,
+    /// Malformed lines skipped (Markdown and HTML), each naming file and line.
+    pub skipped: Vec<Error>,
+}
+
+/// Writes `thread` to `out` in `format`.
+pub fn export(thread: &Thread, format: Format, out: &mut dyn Write) -> Result<Exported> {
+    let meta = thread.meta()?;
+    match format {
+        Format::Jsonl => export_jsonl(thread, out),
+        Format::Markdown => render(thread, &meta, out, &mut markdown::Markdown::default()),
+        Format::Html => render(
+            thread,
+            &meta,
+            out,
+            &mut html::Html::new(thread.assets_dir()),
+        ),
+    }
+}
+
+/// A document built message by message.
+trait Renderer {
+    fn header(&mut self, out: &mut dyn Write, meta: &ThreadMeta) -> std::io::Result<()>;
+    fn message(&mut self, out: &mut dyn Write, index: u64, m: &Message) -> std::io::Result<()>;
+    fn footer(&mut self, out: &mut dyn Write, meta: &ThreadMeta) -> std::io::Result<()>;
+}
+
+fn render(
+    thread: &Thread,
+    meta: &ThreadMeta,
+    out: &mut dyn Write,
+    renderer: &mut dyn Renderer,
+) -> Result<Exported> {
+    let io = |e| Error::io("writing the export of", thread.dir(), e);
+    let mut done = Exported::default();
+    renderer.header(out, meta).map_err(io)?;
+    for (index, item) in thread.messages()?.enumerate() {
+        match item {
+            Ok(m) => {
+                renderer.message(out, index as u64, &m).map_err(io)?;
+                done.messages += 1;
+            }
+            Err(e @ Error::Parse { .. }) => done.skipped.push(e),
+            Err(e) => return Err(e),
+        }
+    }
+    renderer.footer(out, meta).map_err(io)?;
+    Ok(done)
+}
+
+fn export_jsonl(thread: &Thread, out: &mut dyn Write) -> Result<Exported> {
+    let snap = thread.snapshot()?;
+    let path = thread.messages_path();
+    let file = match std::fs::File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Exported::default()),
+        Err(e) => return Err(Error::io("opening", path, e)),
+    };
+    let mut reader = std::io::BufReader::with_capacity(256 * 1024, file.take(snap.messages_len));
+    let mut lines = 0u64;
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = reader.read(&mut buf).ctx("reading", &path)?;
+        if n == 0 {
+            break;
+        }
+        lines += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+        out.write_all(&buf[..n])
+            .map_err(|e| Error::io("writing the export of", thread.dir(), e))?;
+    }
+    Ok(Exported {
+        messages: lines,
+        skipped: Vec::new(),
+    })
+}
+
+/// The asset file an image block names, if the name is a plain file name
+/// inside `assets/` (anything else — `..`, a path — is refused, not read).
+pub(crate) fn asset_path(assets: &Path, asset_ref: &str) -> Option<PathBuf> {
+    let name = Path::new(asset_ref);
+    let mut parts = name.components();
+    match (parts.next(), parts.next()) {
+        (Some(std::path::Component::Normal(file)), None) => Some(assets.join(file)),
+        _ => None,
+    }
+}
+
+/// Short text for one tool call's header: name, title, status.
+pub(crate) fn tool_summary(call: &crate::atsf::ToolCall) -> String {
+    match &call.title {
+        Some(t) => format!("{} — {} ({})", call.name, t, call.status.as_str()),
+        None => format!("{} ({})", call.name, call.status.as_str()),
+    }
+}

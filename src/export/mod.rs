@@ -34,7 +34,7 @@ pub fn export(thread: &Thread, format: Format, out: &mut dyn Write) -> Result<Ex
     let meta = thread.meta()?;
     match format {
         Format::Jsonl => export_jsonl(thread, out),
-        Format::Markdown => render(thread, &meta, out, &mut markdown::Markdown::default()),
+        Format::Markdown => render(thread, &meta, out, &mut markdown::Markdown),
         Format::Html => render(
             thread,
             &meta,

@@ -42,6 +42,7 @@ pub mod graph;
 pub mod home;
 pub mod hooks;
 pub mod project;
+pub mod search;
 pub mod store;
 pub mod threads;
 pub mod worktree;

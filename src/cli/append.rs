@@ -42,7 +42,7 @@ pub struct Args {
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
-enum RoleArg {
+pub(super) enum RoleArg {
     User,
     Agent,
     System,

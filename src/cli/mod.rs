@@ -18,6 +18,7 @@ mod path;
 mod progress;
 mod repair;
 mod rm;
+mod search;
 mod show;
 mod tree;
 mod trust;
@@ -80,6 +81,7 @@ enum Command {
     Delete(delete::Args),
     Checkpoint(checkpoint::Args),
     Export(export::Args),
+    Search(search::Args),
 }
 
 /// A mistake in how grove was called, reported with exit code 2.
@@ -133,6 +135,7 @@ fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Delete(args) => delete::run(args, &cwd, out),
         Command::Checkpoint(args) => checkpoint::run(args, &cwd, out),
         Command::Export(args) => export::run(args, &cwd, out),
+        Command::Search(args) => search::run(args, &cwd, out),
     }
 }
 

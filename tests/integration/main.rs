@@ -15,4 +15,5 @@ mod ids;
 mod read;
 mod relations;
 mod remove;
+mod search;
 mod worktree;

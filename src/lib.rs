@@ -41,6 +41,7 @@ pub mod gitcmd;
 pub mod graph;
 pub mod home;
 pub mod hooks;
+pub mod import;
 pub mod project;
 pub mod search;
 pub mod store;

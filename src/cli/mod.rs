@@ -9,6 +9,7 @@ mod export;
 mod fork;
 mod gc;
 mod handoff;
+mod import;
 mod init;
 mod list;
 mod mention;
@@ -82,6 +83,7 @@ enum Command {
     Checkpoint(checkpoint::Args),
     Export(export::Args),
     Search(search::Args),
+    Import(import::Args),
 }
 
 /// A mistake in how grove was called, reported with exit code 2.
@@ -136,6 +138,7 @@ fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Checkpoint(args) => checkpoint::run(args, &cwd, out),
         Command::Export(args) => export::run(args, &cwd, out),
         Command::Search(args) => search::run(args, &cwd, out),
+        Command::Import(args) => import::run(args, &cwd, out),
     }
 }
 
@@ -143,9 +146,11 @@ fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
 /// (`grove list | head`) is not an error.
 fn report(out: &Output, err: &anyhow::Error) -> ExitCode {
     for cause in err.chain() {
-        if let Some(io) = cause.downcast_ref::<std::io::Error>()
-            && io.kind() == std::io::ErrorKind::BrokenPipe
-        {
+        let kind = cause
+            .downcast_ref::<std::io::Error>()
+            .map(std::io::Error::kind)
+            .or_else(|| cause.downcast_ref::<serde_json::Error>()?.io_error_kind());
+        if kind == Some(std::io::ErrorKind::BrokenPipe) {
             return ExitCode::from(exit::SUCCESS);
         }
     }

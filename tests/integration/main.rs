@@ -12,6 +12,7 @@ mod fork;
 mod format;
 mod hooks;
 mod ids;
+mod import;
 mod read;
 mod relations;
 mod remove;

@@ -1,0 +1,738 @@
+//! Claude Code session transcripts (`~/.claude/projects/<project>/<session>.jsonl`).
+//!
+//! Records form a tree through `parentUuid`. The conversation is the chain
+//! that ends at the newest leaf; another branch that holds a prompt or a
+//! reply becomes a fork thread (relationships as `grove fork` writes them);
+//! branches holding only tool results or progress records are not forks
+//! (parallel tool calls share a parent) and stay in the conversation in
+//! file order. Sidechains (`isSidechain`) and subagent files (`agent-*.jsonl`,
+//! `<session>/subagents/`) become subagent threads with `mainThreadID`.
+//! Tool results are joined to their calls by `tool_use_id`; records of other
+//! types are kept as `system` messages carrying the raw record.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use super::{ImportedThread, Summary};
+use crate::atsf::{
+    self, Agent, ContentBlock, Context, Extra, ImageBlock, Message, RelationKind, RelationRole,
+    Relationship, Role, Tokens, ToolCall, ToolStatus,
+};
+use crate::error::{Error, IoContext, Result};
+
+/// The source files under `path`: itself if a file; else its `*.jsonl` and
+/// those of `<dir>/*/subagents/`. Sessions first, subagent files after.
+pub fn sources(path: &Path) -> Result<Vec<PathBuf>> {
+    if path.is_file() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut files = Vec::new();
+    let jsonl = |dir: &Path, files: &mut Vec<PathBuf>| -> Result<()> {
+        for entry in std::fs::read_dir(dir).ctx("listing", dir)? {
+            let p = entry.ctx("listing", dir)?.path();
+            if p.is_file() && p.extension().is_some_and(|e| e == "jsonl") {
+                files.push(p);
+            }
+        }
+        Ok(())
+    };
+    jsonl(path, &mut files)?;
+    for entry in std::fs::read_dir(path).ctx("listing", path)? {
+        let sub = entry.ctx("listing", path)?.path().join("subagents");
+        if sub.is_dir() {
+            jsonl(&sub, &mut files)?;
+        }
+    }
+    files.sort_by_key(|p| (is_agent_file(p), p.clone()));
+    Ok(files)
+}
+
+fn is_agent_file(p: &Path) -> bool {
+    p.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("agent-"))
+        || p.parent()
+            .and_then(|d| d.file_name())
+            .is_some_and(|n| n == "subagents")
+}
+
+/// One line of the transcript.
+struct Record {
+    line: u64,
+    raw: Map<String, Value>,
+    bytes_hash: String,
+}
+
+impl Record {
+    fn kind(&self) -> &str {
+        self.raw
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown")
+    }
+    fn uuid(&self) -> Option<&str> {
+        self.raw.get("uuid").and_then(Value::as_str)
+    }
+    fn parent(&self) -> Option<&str> {
+        self.raw.get("parentUuid").and_then(Value::as_str)
+    }
+    fn sidechain(&self) -> bool {
+        self.raw.get("isSidechain").and_then(Value::as_bool) == Some(true)
+    }
+    fn timestamp(&self) -> Option<String> {
+        let t = self.raw.get("timestamp").and_then(Value::as_str)?;
+        atsf::normalize_timestamp(t).ok()
+    }
+    fn str_field(&self, key: &str) -> Option<&str> {
+        self.raw
+            .get(key)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    }
+    /// Message id in ATSF: the record's uuid, else a hash of its bytes.
+    fn message_id(&self) -> String {
+        match self.uuid() {
+            Some(u) => u.to_string(),
+            None => format!("{}-{}", self.kind(), self.bytes_hash),
+        }
+    }
+    fn content(&self) -> Option<&Value> {
+        self.raw.get("message")?.get("content")
+    }
+    /// A user record whose content is only tool results.
+    fn only_tool_results(&self) -> bool {
+        self.kind() == "user"
+            && self
+                .content()
+                .and_then(Value::as_array)
+                .is_some_and(|blocks| {
+                    !blocks.is_empty()
+                        && blocks
+                            .iter()
+                            .all(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+                })
+    }
+    /// A prompt or a reply: what makes a branch a fork.
+    fn substantive(&self) -> bool {
+        matches!(self.kind(), "user" | "assistant") && !self.only_tool_results()
+    }
+}
+
+/// Reads one file; malformed lines are reported and skipped.
+fn read_records(path: &Path, summary: &mut Summary) -> Result<Vec<Record>> {
+    let text = std::fs::read(path).ctx("reading", path)?;
+    let mut out = Vec::new();
+    for (i, line) in text.split(|&b| b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let number = i as u64 + 1;
+        match serde_json::from_slice::<Value>(line) {
+            Ok(Value::Object(raw)) => out.push(Record {
+                line: number,
+                raw,
+                bytes_hash: hex16(line),
+            }),
+            Ok(_) => {
+                summary
+                    .errors
+                    .push(format!("{}:{number}: not a JSON object", path.display()));
+                summary.skip("malformed", "a line that is not a JSON object".into());
+            }
+            Err(e) => {
+                summary
+                    .errors
+                    .push(format!("{}:{number}: {e}", path.display()));
+                summary.skip("malformed", "a line that is not valid JSON".into());
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn hex16(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Imports the session file at `path` (and, for a subagent file, names its
+/// main thread): the conversation, its forks and its sidechains.
+pub fn import_file(path: &Path, summary: &mut Summary) -> Result<Vec<ImportedThread>> {
+    let records = read_records(path, summary)?;
+    if records.is_empty() {
+        return Ok(Vec::new());
+    }
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("session")
+        .to_string();
+    let session = records
+        .iter()
+        .find_map(|r| r.str_field("sessionId"))
+        .unwrap_or(&stem)
+        .to_string();
+    let agent_file = is_agent_file(path);
+    let main_id = if agent_file {
+        format!("claude-{session}-{stem}")
+    } else {
+        format!("claude-{session}")
+    };
+    let results = tool_results(&records);
+
+    // The tree.
+    let by_uuid: HashMap<&str, usize> = records
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.uuid().map(|u| (u, i)))
+        .collect();
+    let has_child: HashSet<&str> = records.iter().filter_map(Record::parent).collect();
+    let chain_to = |leaf: usize| -> Vec<usize> {
+        let mut chain = vec![leaf];
+        let mut seen = HashSet::from([leaf]);
+        let mut cur = leaf;
+        while let Some(&p) = records[cur].parent().and_then(|p| by_uuid.get(p)) {
+            if !seen.insert(p) {
+                break;
+            }
+            chain.push(p);
+            cur = p;
+        }
+        chain.reverse();
+        chain
+    };
+    // In a subagent file every record is a sidechain: it is the main line there.
+    let in_main = |r: &Record| r.uuid().is_some() && (agent_file || !r.sidechain());
+    let newest = |idx: &[usize]| -> Option<usize> {
+        idx.iter()
+            .copied()
+            .max_by_key(|&i| (records[i].timestamp(), records[i].line))
+    };
+    let main_leaves: Vec<usize> = (0..records.len())
+        .filter(|&i| in_main(&records[i]) && !has_child.contains(records[i].uuid().unwrap_or("")))
+        .collect();
+    let main_chain: Vec<usize> = newest(&main_leaves).map(chain_to).unwrap_or_default();
+    let main_set: HashSet<usize> = main_chain.iter().copied().collect();
+
+    // Other branches: forks when they hold a prompt or a reply. Leaves of
+    // one branch (a progress record beside a tool result) make one fork.
+    let mut forks: Vec<(usize, Vec<usize>, usize)> = Vec::new(); // (leaf, records, divergence)
+    let mut claimed: HashSet<usize> = main_set.clone();
+    let mut fork_of: HashMap<usize, usize> = HashMap::new(); // record → fork
+    let mut others: Vec<usize> = main_leaves
+        .iter()
+        .copied()
+        .filter(|l| !main_set.contains(l))
+        .collect();
+    others.sort_by_key(|&i| std::cmp::Reverse((records[i].timestamp(), records[i].line)));
+    for leaf in others {
+        let chain = chain_to(leaf);
+        let Some(split) = chain.iter().rposition(|i| main_set.contains(i)) else {
+            continue;
+        };
+        let branch = &chain[split + 1..];
+        if let Some(&f) = branch.iter().find_map(|i| fork_of.get(i)) {
+            for &i in branch {
+                if fork_of.insert(i, f).is_none() {
+                    forks[f].1.push(i);
+                    claimed.insert(i);
+                }
+            }
+            forks[f].1.sort();
+            continue;
+        }
+        if branch.iter().any(|&i| records[i].substantive()) {
+            let f = forks.len();
+            for &i in branch {
+                fork_of.insert(i, f);
+                claimed.insert(i);
+            }
+            forks.push((leaf, chain.clone(), chain[split]));
+        }
+    }
+    // Sidechains inline: grouped by their root.
+    let mut sidechains: Vec<(String, Vec<usize>)> = Vec::new();
+    if !agent_file {
+        let mut groups: HashMap<usize, Vec<usize>> = HashMap::new();
+        for (i, r) in records.iter().enumerate() {
+            if r.sidechain() && r.uuid().is_some() {
+                let root = chain_to(i)
+                    .into_iter()
+                    .find(|&j| records[j].sidechain())
+                    .unwrap_or(i);
+                groups.entry(root).or_default().push(i);
+            }
+        }
+        let mut roots: Vec<usize> = groups.keys().copied().collect();
+        roots.sort();
+        for root in roots {
+            let members = &groups[&root];
+            let leaves: Vec<usize> = members
+                .iter()
+                .copied()
+                .filter(|&i| !has_child.contains(records[i].uuid().unwrap_or("")))
+                .collect();
+            let chain: Vec<usize> = newest(&leaves)
+                .map(chain_to)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|i| records[*i].sidechain())
+                .collect();
+            let in_chain: HashSet<usize> = chain.iter().copied().collect();
+            // Side branches of a sidechain stay in it, in file order.
+            let mut ordered: Vec<usize> = members.clone();
+            ordered.sort();
+            let mut all = chain;
+            all.extend(ordered.into_iter().filter(|i| !in_chain.contains(i)));
+            all.sort();
+            claimed.extend(all.iter().copied());
+            let root_uuid = records[root].uuid().unwrap_or("root").to_string();
+            sidechains.push((root_uuid, all));
+        }
+    }
+
+    // The main thread: its chain plus every record no other thread took, in file order.
+    let main_records: Vec<usize> = (0..records.len())
+        .filter(|i| main_set.contains(i) || !claimed.contains(i))
+        .collect();
+    let mut mapper = Mapper {
+        records: &records,
+        results: &results,
+        summary,
+        joined: HashSet::new(),
+    };
+    let (mut main_messages, index_of) = mapper.map(&main_records);
+    let live = is_live(path);
+    defer_pending_tail(&mut main_messages, live, mapper.summary);
+    let title = records
+        .iter()
+        .find(|r| r.kind() == "summary")
+        .and_then(|r| r.str_field("summary"))
+        .map(str::to_string)
+        .or_else(|| first_prompt(&main_messages))
+        .unwrap_or_else(|| format!("Claude Code session {}", &session[..session.len().min(8)]));
+    let title = if agent_file {
+        format!("Subagent: {title}")
+    } else {
+        title
+    };
+    let mut main = ImportedThread {
+        meta: thread_meta(&main_id, &title, &records, &main_records, path, &session),
+        messages: main_messages,
+    };
+    if agent_file {
+        main.meta.main_thread_id = Some(format!("claude-{session}"));
+    }
+    let mut out = Vec::new();
+    for (leaf, chain, split) in forks {
+        let (messages, _) = mapper.map(&chain);
+        let leaf_uuid = records[leaf].uuid().unwrap_or("leaf");
+        let id = format!("{main_id}-fork-{leaf_uuid}");
+        let at = index_of.get(&split).copied();
+        let now = records[leaf].timestamp();
+        let rel = |thread_id: &str, role| Relationship {
+            thread_id: thread_id.to_string(),
+            kind: RelationKind::Fork,
+            role,
+            message_index: at,
+            created_at: now.clone(),
+            comment: None,
+            extra: Extra::new(),
+        };
+        let mut meta = thread_meta(
+            &id,
+            &atsf::fork_title(&title),
+            &records,
+            &chain,
+            path,
+            &session,
+        );
+        meta.origin_thread_id = Some(main_id.clone());
+        meta.fork_point_index = at;
+        meta.relationships = Some(vec![rel(&main_id, RelationRole::Child)]);
+        main.meta
+            .relationships
+            .get_or_insert_with(Vec::new)
+            .push(rel(&id, RelationRole::Parent));
+        out.push(ImportedThread { meta, messages });
+    }
+    for (root, members) in sidechains {
+        let (mut messages, _) = mapper.map(&members);
+        defer_pending_tail(&mut messages, live, mapper.summary);
+        let id = format!("{main_id}-side-{root}");
+        let sub_title = format!(
+            "Subagent: {}",
+            first_prompt(&messages).unwrap_or_else(|| "sidechain".into())
+        );
+        let mut meta = thread_meta(&id, &sub_title, &records, &members, path, &session);
+        meta.main_thread_id = Some(main_id.clone());
+        out.push(ImportedThread { meta, messages });
+    }
+    out.insert(0, main);
+    Ok(out)
+}
+
+/// Whether the session may still be running: written to in the last hour.
+fn is_live(path: &Path) -> bool {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age.as_secs() < 3600)
+}
+
+/// A running session's last reply may still wait for its tool results.
+/// Messages are never rewritten once imported (the log is append-only), so
+/// such a tail is left for the next import instead of being stored as
+/// `pending` for good. A session idle for an hour is imported as it is.
+fn defer_pending_tail(messages: &mut Vec<Message>, live: bool, summary: &mut Summary) {
+    if !live {
+        return;
+    }
+    let pending = |m: &Message| {
+        m.tool_calls
+            .iter()
+            .flatten()
+            .any(|c| c.status == ToolStatus::Pending)
+    };
+    if let Some(first) = messages.iter().position(pending) {
+        let later_turn = messages[first + 1..]
+            .iter()
+            .any(|m| m.role == Role::User && !pending(m));
+        if !later_turn {
+            for _ in first..messages.len() {
+                summary.skip(
+                    "deferred",
+                    "the session is running and a tool call has no result yet; the next import brings it"
+                        .into(),
+                );
+            }
+            messages.truncate(first);
+        }
+    }
+}
+
+fn first_prompt(messages: &[Message]) -> Option<String> {
+    messages
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .flat_map(|m| &m.content)
+        .find_map(|b| match b {
+            ContentBlock::Text { text, .. } if !text.trim().is_empty() => {
+                Some(crate::threads::title_from_prompt(text))
+            }
+            _ => None,
+        })
+}
+
+fn thread_meta(
+    id: &str,
+    title: &str,
+    records: &[Record],
+    members: &[usize],
+    path: &Path,
+    session: &str,
+) -> atsf::ThreadMeta {
+    let first = members.first().map(|&i| &records[i]);
+    let cwd = first
+        .and_then(|r| r.str_field("cwd"))
+        .or_else(|| records.iter().find_map(|r| r.str_field("cwd")))
+        .unwrap_or("")
+        .to_string();
+    let branch = records
+        .iter()
+        .find_map(|r| r.str_field("gitBranch"))
+        .map(str::to_string);
+    let version = records
+        .iter()
+        .find_map(|r| r.str_field("version"))
+        .map(str::to_string);
+    let created = members
+        .iter()
+        .find_map(|&i| records[i].timestamp())
+        .unwrap_or_else(atsf::now_timestamp);
+    let mut meta = crate::threads::new_meta(
+        title,
+        "claude-code",
+        Context {
+            working_dir: cwd,
+            git_branch: branch,
+            ..Context::default()
+        },
+    );
+    meta.thread_id = id.to_string();
+    meta.created_at = created.clone();
+    meta.updated_at = created;
+    meta.agent = Agent {
+        id: "claude-code".into(),
+        name: "Claude Code".into(),
+        version,
+        protocol: None,
+        protocol_version: None,
+        extra: Extra::new(),
+    };
+    meta.metadata_mut().insert(
+        "import".into(),
+        json!({
+            "format": "claude",
+            "source": path,
+            "sourceId": session,
+            "importedAt": atsf::now_timestamp(),
+        }),
+    );
+    meta
+}
+
+/// tool_use_id → (output text, is_error, toolUseResult, record index).
+type Results = HashMap<String, (String, bool, Option<Value>, usize)>;
+
+fn tool_results(records: &[Record]) -> Results {
+    let mut out = HashMap::new();
+    for (i, r) in records.iter().enumerate() {
+        let Some(blocks) = r.content().and_then(Value::as_array) else {
+            continue;
+        };
+        for b in blocks {
+            if b.get("type").and_then(Value::as_str) != Some("tool_result") {
+                continue;
+            }
+            let Some(id) = b.get("tool_use_id").and_then(Value::as_str) else {
+                continue;
+            };
+            let text = match b.get("content") {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Array(parts)) => parts
+                    .iter()
+                    .filter_map(|p| p.get("text").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                Some(other) => other.to_string(),
+                None => String::new(),
+            };
+            let is_error = b.get("is_error").and_then(Value::as_bool) == Some(true);
+            out.insert(
+                id.to_string(),
+                (text, is_error, r.raw.get("toolUseResult").cloned(), i),
+            );
+        }
+    }
+    out
+}
+
+struct Mapper<'a> {
+    records: &'a [Record],
+    results: &'a Results,
+    summary: &'a mut Summary,
+    /// Records already counted (a record can appear in the main thread and a fork).
+    joined: HashSet<usize>,
+}
+
+impl Mapper<'_> {
+    /// Messages of `members` (record indices, in order), and for each record
+    /// the index of the message it went into.
+    fn map(&mut self, members: &[usize]) -> (Vec<Message>, HashMap<usize, u64>) {
+        let mut messages: Vec<Message> = Vec::new();
+        let mut index_of = HashMap::new();
+        let mut last_time: Option<String> =
+            members.iter().find_map(|&i| self.records[i].timestamp());
+        for &i in members {
+            let r = &self.records[i];
+            let first_time = self.joined.insert(i);
+            let kind = r.kind().to_string();
+            let time = r
+                .timestamp()
+                .or_else(|| last_time.clone())
+                .unwrap_or_else(atsf::now_timestamp);
+            last_time = Some(time.clone());
+            let message = match kind.as_str() {
+                "user" | "assistant" => {
+                    if r.only_tool_results() {
+                        if first_time {
+                            self.summary.count(&kind).joined += 1;
+                        }
+                        if let Some(&prev) = messages.len().checked_sub(1).as_ref() {
+                            index_of.insert(i, prev as u64);
+                        }
+                        continue;
+                    }
+                    if first_time {
+                        self.summary.count(&kind).mapped += 1;
+                    }
+                    self.conversation_message(r, time)
+                }
+                "summary" => {
+                    if first_time {
+                        self.summary.count(&kind).mapped += 1;
+                    }
+                    let text = r.str_field("summary").unwrap_or("").to_string();
+                    raw_message(r, time, format!("Summary: {text}"))
+                }
+                "system" if r.str_field("content").is_some() => {
+                    if first_time {
+                        self.summary.count(&kind).mapped += 1;
+                    }
+                    let text = r.str_field("content").unwrap_or("").to_string();
+                    raw_message(r, time, text)
+                }
+                other => {
+                    if first_time {
+                        self.summary.count(other).raw += 1;
+                    }
+                    raw_message(r, time, format!("[Claude Code {other} record]"))
+                }
+            };
+            index_of.insert(i, messages.len() as u64);
+            messages.push(message);
+        }
+        (messages, index_of)
+    }
+
+    fn conversation_message(&mut self, r: &Record, time: String) -> Message {
+        let role = match (r.kind(), r.raw.get("isMeta").and_then(Value::as_bool)) {
+            ("assistant", _) => Role::Agent,
+            (_, Some(true)) => Role::System,
+            _ => Role::User,
+        };
+        let (content, calls) = self.blocks(r);
+        let api = r.raw.get("message");
+        let usage = api.and_then(|m| m.get("usage"));
+        let mut m = Message::new(role, content);
+        m.id = r.message_id();
+        m.timestamp = time;
+        m.tool_calls = (!calls.is_empty()).then_some(calls);
+        m.model = api
+            .and_then(|a| a.get("model"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        m.stop_reason = api
+            .and_then(|a| a.get("stop_reason"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        m.tokens = usage.map(|u| Tokens {
+            input: u.get("input_tokens").and_then(Value::as_u64),
+            output: u.get("output_tokens").and_then(Value::as_u64),
+            extra: Extra::new(),
+        });
+        m.extra
+            .insert("claude".into(), Value::Object(without_content(&r.raw)));
+        m
+    }
+
+    /// Content blocks and tool calls of a user or assistant record.
+    fn blocks(&mut self, r: &Record) -> (Vec<ContentBlock>, Vec<ToolCall>) {
+        let mut content = Vec::new();
+        let mut calls = Vec::new();
+        match r.content() {
+            Some(Value::String(s)) => content.push(ContentBlock::text(s.clone())),
+            Some(Value::Array(blocks)) => {
+                for b in blocks {
+                    match b.get("type").and_then(Value::as_str) {
+                        Some("text") => content.push(ContentBlock::text(
+                            b.get("text").and_then(Value::as_str).unwrap_or(""),
+                        )),
+                        Some("thinking") => content.push(ContentBlock::Thinking {
+                            text: b
+                                .get("thinking")
+                                .and_then(Value::as_str)
+                                .unwrap_or("")
+                                .to_string(),
+                            extra: Extra::new(),
+                        }),
+                        Some("image") => {
+                            let src = b.get("source");
+                            content.push(ContentBlock::Image(ImageBlock {
+                                asset_ref: None,
+                                mime_type: src
+                                    .and_then(|s| s.get("media_type"))
+                                    .and_then(Value::as_str)
+                                    .map(str::to_string),
+                                data: src
+                                    .and_then(|s| s.get("data"))
+                                    .and_then(Value::as_str)
+                                    .map(str::to_string),
+                                extra: Extra::new(),
+                            }))
+                        }
+                        Some("tool_use") => calls.push(self.tool_call(b)),
+                        Some("tool_result") => {}
+                        _ => {
+                            if let Value::Object(map) = b {
+                                content.push(ContentBlock::Unknown(map.clone()));
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        (content, calls)
+    }
+
+    fn tool_call(&self, b: &Value) -> ToolCall {
+        let id = b
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let result = self.results.get(&id);
+        let mut extra = Extra::new();
+        if let Some((_, _, Some(tur), _)) = result {
+            extra.insert("toolUseResult".into(), tur.clone());
+        }
+        ToolCall {
+            tool_call_id: id,
+            name: b
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("tool")
+                .to_string(),
+            title: None,
+            status: match result {
+                Some((_, true, _, _)) => ToolStatus::Failed,
+                Some(_) => ToolStatus::Completed,
+                None => ToolStatus::Pending,
+            },
+            input: b.get("input").map(|i| i.to_string()),
+            output: result.map(|(text, _, _, _)| text.clone()),
+            duration: None,
+            diff: None,
+            extra,
+        }
+    }
+}
+
+/// The record without `message.content` (mapped into the ATSF message).
+fn without_content(raw: &Map<String, Value>) -> Map<String, Value> {
+    let mut raw = raw.clone();
+    if let Some(Value::Object(m)) = raw.get_mut("message") {
+        m.remove("content");
+    }
+    raw
+}
+
+/// A `system` message carrying the raw record.
+fn raw_message(r: &Record, time: String, text: String) -> Message {
+    let mut m = Message::new(Role::System, vec![ContentBlock::text(text)]);
+    m.id = r.message_id();
+    m.timestamp = time;
+    m.extra
+        .insert("claudeRecord".into(), Value::Object(r.raw.clone()));
+    m
+}
+
+/// Reports a source path that does not exist.
+pub fn check_source(path: &Path) -> Result<()> {
+    if !path.exists() {
+        return Err(Error::Other(format!(
+            "{} does not exist; give a session .jsonl or a ~/.claude/projects/<project> directory",
+            path.display()
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,184 @@
+//! Importers: other agent tools' conversations brought into ATSF threads.
+//!
+//! Common rules, whatever the format:
+//! - The source is only read.
+//! - A new thread is built aside and moved into place whole.
+//! - Importing again is incremental: the thread id is derived from the
+//!   source's own id, message ids from the source's record ids, so only
+//!   messages not yet in the thread are appended.
+//! - Nothing is dropped: records an importer does not map become `system`
+//!   messages carrying the raw record; the summary counts, per kind, what was
+//!   mapped, joined, kept raw or skipped (and why).
+
+pub mod claude;
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::Write;
+
+use serde::Serialize;
+
+use crate::atsf::{self, Message, Relationship, Stats, ThreadMeta};
+use crate::error::{Error, IoContext, Result};
+use crate::store::{AppendOptions, Store, Thread, set_recorded_length};
+
+/// A thread an importer produced, before it is written.
+#[derive(Debug, Clone)]
+pub struct ImportedThread {
+    /// Id, title, times, agent, context, `metadata.import`, relationships,
+    /// `mainThreadID`; stats are computed when written.
+    pub meta: ThreadMeta,
+    /// In order; each `id` is stable across imports of the same source.
+    pub messages: Vec<Message>,
+}
+
+/// What an import did, for people and `--json`.
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub threads: Vec<ThreadOutcome>,
+    /// Source records per kind: how many were mapped, joined, kept raw, skipped.
+    pub records: BTreeMap<String, RecordCounts>,
+    /// Malformed input, each with file and line.
+    pub errors: Vec<String>,
+}
+
+/// Counts for one kind of source record.
+#[derive(Debug, Default, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordCounts {
+    /// Became messages (or parts of one).
+    pub mapped: u64,
+    /// Joined into another message (a tool result into its call).
+    pub joined: u64,
+    /// Kept as a `system` message carrying the raw record.
+    pub raw: u64,
+    /// Not imported, with the reasons.
+    pub skipped: u64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
+}
+
+impl Summary {
+    pub(crate) fn count(&mut self, kind: &str) -> &mut RecordCounts {
+        self.records.entry(kind.to_string()).or_default()
+    }
+
+    pub(crate) fn skip(&mut self, kind: &str, reason: String) {
+        let c = self.count(kind);
+        c.skipped += 1;
+        if c.reasons.len() < 10 && !c.reasons.contains(&reason) {
+            c.reasons.push(reason);
+        }
+    }
+}
+
+/// One thread written.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadOutcome {
+    pub thread_id: String,
+    pub title: String,
+    pub thread_dir: std::path::PathBuf,
+    pub created: bool,
+    pub messages_added: u64,
+    pub message_count: u64,
+}
+
+/// Writes `imported` into `store`: a new thread built aside, or the
+/// messages an existing one lacks appended (and relationships it lacks added).
+pub fn write(store: &Store, imported: ImportedThread) -> Result<ThreadOutcome> {
+    let thread = store.thread(&imported.meta.thread_id)?;
+    if thread.meta_path().is_file() {
+        append_new(&thread, imported)
+    } else {
+        create(store, imported)
+    }
+}
+
+fn create(store: &Store, imported: ImportedThread) -> Result<ThreadOutcome> {
+    let mut meta = imported.meta;
+    let staged = store.stage_thread(&meta)?;
+    let assets = staged.path().join(atsf::ASSETS_DIR);
+    let log = staged.path().join(atsf::MESSAGES_FILE);
+    let mut out = std::io::BufWriter::new(
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&log)
+            .ctx("opening", &log)?,
+    );
+    let mut stats = Stats::default();
+    let mut bytes = 0u64;
+    let mut last = None;
+    for mut m in imported.messages {
+        crate::store::validate_message(&m)?;
+        crate::store::extract_inline_images(&assets, &mut m)?;
+        let line = atsf::to_line(&m)?;
+        out.write_all(&line).ctx("writing", &log)?;
+        bytes += line.len() as u64;
+        stats.add(&m);
+        last = Some(m.timestamp);
+    }
+    let file = out
+        .into_inner()
+        .map_err(|e| Error::io("writing", &log, e.into_error()))?;
+    file.sync_all().ctx("syncing", &log)?;
+    meta.stats = stats;
+    if let Some(t) = last {
+        meta.updated_at = t;
+    }
+    set_recorded_length(&mut meta, bytes);
+    staged.write_meta(&meta)?;
+    let thread = staged.publish()?;
+    Ok(ThreadOutcome {
+        thread_id: meta.thread_id.clone(),
+        title: meta.title.clone(),
+        thread_dir: thread.dir().to_path_buf(),
+        created: true,
+        messages_added: meta.stats.message_count,
+        message_count: meta.stats.message_count,
+    })
+}
+
+fn append_new(thread: &Thread, imported: ImportedThread) -> Result<ThreadOutcome> {
+    let mut have = HashSet::new();
+    for m in thread.messages()?.flatten() {
+        have.insert(m.id);
+    }
+    let mut added = 0;
+    let fresh: Vec<Message> = imported
+        .messages
+        .into_iter()
+        .filter(|m| !have.contains(&m.id))
+        .collect();
+    let n = fresh.len();
+    for (i, m) in fresh.into_iter().enumerate() {
+        // One fsync at the end is enough: a crash leaves a prefix, and the
+        // next import appends the rest (ids tell what is there).
+        thread.append(m, AppendOptions { fsync: i + 1 == n })?;
+        added += 1;
+    }
+    let wanted: Vec<Relationship> = imported.meta.relationships().to_vec();
+    let meta = thread.meta()?;
+    let missing: Vec<Relationship> = wanted
+        .into_iter()
+        .filter(|r| {
+            !meta
+                .relationships()
+                .iter()
+                .any(|h| h.thread_id == r.thread_id && h.kind == r.kind && h.role == r.role)
+        })
+        .collect();
+    let meta = if missing.is_empty() {
+        meta
+    } else {
+        thread.update_meta(|m| m.relationships.get_or_insert_with(Vec::new).extend(missing))?
+    };
+    Ok(ThreadOutcome {
+        thread_id: meta.thread_id.clone(),
+        title: meta.title.clone(),
+        thread_dir: thread.dir().to_path_buf(),
+        created: false,
+        messages_added: added,
+        message_count: meta.stats.message_count,
+    })
+}

@@ -1,0 +1,297 @@
+//! `grove import claude`: exact counts on real transcripts, idempotent and
+//! incremental re-import, branches, sidechains, unknown and malformed records.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::support::*;
+
+fn import(sb: &Sandbox, dir: &Path, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["import", "claude"];
+    all.extend_from_slice(args);
+    all.push("--json");
+    json(&ok(sb.grove(dir).args(&all)))
+}
+
+fn claude_fixtures(sb: &Sandbox, name: &str) -> PathBuf {
+    let to = sb.path().join(format!("src-{name}"));
+    copy_tree(&fixtures().join("claude").join(name), &to);
+    to
+}
+
+/// Every message of a thread (show --json).
+fn messages(sb: &Sandbox, dir: &Path, id: &str) -> Vec<serde_json::Value> {
+    json(&ok(sb.grove(dir).args(["show", id, "--json"])))["messages"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn real_claude_transcripts_import_with_exact_counts_and_subagent_threads() {
+    let sb = Sandbox::new();
+    let dir = sb.dir("p");
+    let src = claude_fixtures(&sb, "project");
+    let before = snapshot(&src);
+    let out = import(&sb, &dir, &[src.to_str().unwrap()]);
+    assert_eq!(snapshot(&src), before, "the source is only read");
+    assert!(out["errors"].as_array().unwrap().is_empty());
+    let records = &out["records"];
+    assert_eq!(records["assistant"]["mapped"], 15 + 28 + 1 + 262);
+    assert_eq!(
+        records["user"]["joined"],
+        12 + 21 + 167,
+        "every tool result joined"
+    );
+    assert_eq!(records["summary"]["mapped"], 1);
+
+    let rows = list_rows(&sb, &dir);
+    assert_eq!(
+        rows.len(),
+        3 + 2 + 5 + 1,
+        "mains, sidechains, the subagent file"
+    );
+    // Per session: messages and tool calls, main and subagent threads.
+    let mut per: BTreeMap<String, (u64, u64, u64)> = BTreeMap::new();
+    for r in &rows {
+        let id = r["threadId"].as_str().unwrap();
+        let session = id[7..15].to_string();
+        let e = per.entry(session).or_default();
+        if r["mainThreadID"].is_null() {
+            e.0 += r["stats"]["messageCount"].as_u64().unwrap();
+        } else if !id.contains("-agent-") {
+            e.1 += r["stats"]["messageCount"].as_u64().unwrap();
+            assert_eq!(r["mainThreadID"], format!("claude-{}", &id[7..43]));
+        }
+        e.2 += r["stats"]["toolCallCount"].as_u64().unwrap();
+    }
+    assert_eq!(per["1af7fc5e"], (17, 0, 12));
+    assert_eq!(per["5c0375b4"], (18, 14, 21));
+    assert_eq!(per["fe5e1c67"], (22, 249, 167));
+    let agent = rows
+        .iter()
+        .find(|r| {
+            r["threadId"]
+                .as_str()
+                .unwrap()
+                .ends_with("-agent-test-hash-123")
+        })
+        .unwrap();
+    assert_eq!(
+        agent["mainThreadID"],
+        "claude-5c0375b4-57a5-4f26-b12d-d022ee4e51b7"
+    );
+    assert_eq!(agent["stats"]["messageCount"], 2);
+    // The summary line names the thread; every call has its result.
+    let fe = row_of(&sb, &dir, "claude-fe5e1c67-53e7-4862-81ae-d0e013e3270b");
+    assert!(!fe["title"].as_str().unwrap().is_empty());
+    let mut failed = 0;
+    for r in &rows {
+        for m in messages(&sb, &dir, r["threadId"].as_str().unwrap()) {
+            for call in m["toolCalls"].as_array().into_iter().flatten() {
+                match call["status"].as_str() {
+                    Some("completed") => {}
+                    Some("failed") => failed += 1,
+                    other => panic!("no result joined: {other:?} {call}"),
+                }
+                assert!(call["output"].is_string());
+            }
+            assert!(m["timestamp"].as_str().unwrap().ends_with('Z'));
+        }
+    }
+    assert_eq!(failed, 27, "the tool results marked is_error");
+}
+
+#[test]
+fn importing_again_adds_nothing_and_a_grown_source_adds_only_new_records() {
+    let sb = Sandbox::new();
+    let dir = sb.dir("p");
+    let full = fixtures().join("claude/project/1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl");
+    let text = std::fs::read_to_string(&full).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let src = sb
+        .dir("src")
+        .join("1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl");
+    // The first turn only (the first records up to a completed tool result).
+    std::fs::write(&src, lines[..6].join("\n") + "\n").unwrap();
+    let first = import(&sb, &dir, &[src.to_str().unwrap()]);
+    let id = "claude-1af7fc5e-8455-4414-9ccd-011d40f70b2a";
+    let count_first = first["threads"][0]["messageCount"].as_u64().unwrap();
+    assert!(count_first > 0);
+
+    let agent_dir = dir.join(".agent");
+    let before = snapshot(&agent_dir);
+    let again = import(&sb, &dir, &[src.to_str().unwrap()]);
+    assert_eq!(again["threads"][0]["created"], false);
+    assert_eq!(again["threads"][0]["messagesAdded"], 0);
+    assert_eq!(snapshot(&agent_dir), before, "nothing rewritten");
+
+    std::fs::write(&src, text.clone()).unwrap();
+    let grown = import(&sb, &dir, &[src.to_str().unwrap()]);
+    assert_eq!(grown["threads"][0]["messageCount"], 17);
+    assert_eq!(
+        grown["threads"][0]["messagesAdded"].as_u64().unwrap(),
+        17 - count_first
+    );
+    // Same messages as importing the whole file at once.
+    let fresh = sb.dir("fresh");
+    import(&sb, &fresh, &[full.to_str().unwrap()]);
+    let ids = |d: &Path| -> Vec<serde_json::Value> {
+        messages(&sb, d, id)
+            .iter()
+            .map(|m| m["id"].clone())
+            .collect()
+    };
+    assert_eq!(ids(&dir), ids(&fresh));
+    let meta = read_json(&agent_dir.join("threads").join(id).join("thread.json"));
+    assert_eq!(
+        meta["stats"]["toolCallCount"], 12,
+        "stats exact after appends"
+    );
+}
+
+#[test]
+fn branches_become_forks_and_unknown_records_survive() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let src = claude_fixtures(&sb, "branching");
+    let out = run(sb
+        .grove(&repo)
+        .args(["import", "claude", src.to_str().unwrap(), "--json"]));
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("7b1e0c2a-0000-4000-8000-000000000001.jsonl:9:"),
+        "malformed line named with file and line: {stderr}"
+    );
+    let summary = json(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(summary["records"]["malformed"]["skipped"], 1);
+    for kind in ["file-history-snapshot", "progress", "queue-operation"] {
+        assert_eq!(summary["records"][kind]["raw"], 1, "{kind}");
+    }
+    let main_id = "claude-7b1e0c2a-0000-4000-8000-000000000001";
+    let fork_id = format!("{main_id}-fork-u4");
+    assert_eq!(summary["threads"].as_array().unwrap().len(), 2);
+
+    // The conversation is the newest branch.
+    let main = messages(&sb, &repo, main_id);
+    let texts: Vec<String> = main
+        .iter()
+        .map(|m| {
+            m["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find_map(|b| b["text"].as_str())
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    assert!(texts.contains(&"Thanks, commit it.".to_string()));
+    assert!(!texts.contains(&"Patch the cookie.".to_string()));
+    assert_eq!(
+        main[0]["content"][0]["text"],
+        "Summary: Fix the login redirect"
+    );
+    let a1 = main.iter().find(|m| m["id"] == "a1").unwrap();
+    assert_eq!(a1["content"][0]["type"], "thinking");
+    assert_eq!(a1["content"][0]["text"], "Probably the middleware.");
+    assert_eq!(a1["toolCalls"][0]["status"], "completed");
+    assert_eq!(
+        a1["toolCalls"][0]["toolUseResult"]["file"]["filePath"],
+        "/work/demo/middleware.ts"
+    );
+    assert_eq!(a1["tokens"]["input"], 10);
+    let u5 = main.iter().find(|m| m["id"] == "u5").unwrap();
+    assert!(
+        u5["content"][1]["assetRef"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256-")
+    );
+    let a5 = main.iter().find(|m| m["id"] == "a5").unwrap();
+    assert_eq!(
+        a5["content"][1]["type"], "server_tool_use",
+        "unknown block kept"
+    );
+    let snapshot_msg = main
+        .iter()
+        .find(|m| m["claudeRecord"]["type"] == "file-history-snapshot")
+        .unwrap();
+    assert_eq!(snapshot_msg["role"], "system");
+    assert_eq!(snapshot_msg["claudeRecord"]["messageId"], "u2");
+    assert!(
+        main.iter()
+            .any(|m| m["content"][0]["text"] == "Conversation compacted")
+    );
+    let meta = read_json(
+        &repo
+            .join(".agent/threads")
+            .join(main_id)
+            .join("thread.json"),
+    );
+    assert_eq!(meta["context"]["workingDir"], "/work/demo");
+    assert_eq!(meta["context"]["gitBranch"], "feature/login");
+    assert_eq!(meta["metadata"]["import"]["format"], "claude");
+
+    // The older branch is a fork, linked on both sides at the branch point.
+    let fork = messages(&sb, &repo, &fork_id);
+    assert!(
+        fork.iter()
+            .any(|m| m["content"][0]["text"] == "Patch the cookie.")
+    );
+    let a3 = fork.iter().find(|m| m["id"] == "a3").unwrap();
+    assert_eq!(a3["toolCalls"][0]["status"], "failed");
+    assert!(fork.iter().any(|m| m["claudeRecord"]["type"] == "progress"));
+    let a2_index = main.iter().position(|m| m["id"] == "a2").unwrap() as u64;
+    let fork_meta = read_json(
+        &repo
+            .join(".agent/threads")
+            .join(&fork_id)
+            .join("thread.json"),
+    );
+    assert_eq!(fork_meta["originThreadID"], main_id);
+    assert_eq!(fork_meta["forkPointIndex"], a2_index);
+    assert_eq!(fork_meta["relationships"][0]["role"], "child");
+    assert_eq!(meta["relationships"][0]["threadID"], fork_id.as_str());
+    assert_eq!(meta["relationships"][0]["role"], "parent");
+    assert_eq!(meta["relationships"][0]["messageIndex"], a2_index);
+
+    // Imported threads are threads like any other.
+    let tree = ok(sb.grove(&repo).args(["list", "--tree"]));
+    assert!(tree.contains(&format!("fork@{a2_index}")), "{tree}");
+}
+
+#[test]
+fn a_session_lands_next_to_the_worktree_it_ran_in_or_into_a_chosen_thread() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let task = new_task(&sb, &repo, &["Task"]);
+    let wt = task["worktreePath"].as_str().unwrap();
+    let text = std::fs::read_to_string(
+        fixtures().join("claude/branching/7b1e0c2a-0000-4000-8000-000000000001.jsonl"),
+    )
+    .unwrap()
+    .replace("/work/demo", wt);
+    let src = sb
+        .dir("src")
+        .join("7b1e0c2a-0000-4000-8000-000000000001.jsonl");
+    std::fs::write(&src, text).unwrap();
+    let out = import(&sb, &repo, &[src.to_str().unwrap()]);
+    let dir = out["threads"][0]["threadDir"].as_str().unwrap();
+    assert!(dir.starts_with(&format!("{wt}/.agent/threads/")), "{dir}");
+    assert_eq!(
+        sb.git(Path::new(wt), &["status", "--porcelain", "-uall"]),
+        "",
+        "imported threads are not the user's changes"
+    );
+
+    // --into: the session's messages go into an existing thread, once.
+    let target = new_thread(&sb, &repo, "Hand-made");
+    let into = import(&sb, &repo, &[src.to_str().unwrap(), "--into", &target]);
+    let added = into["threads"][0]["messagesAdded"].as_u64().unwrap();
+    assert_eq!(added, 10);
+    let again = import(&sb, &repo, &[src.to_str().unwrap(), "--into", &target]);
+    assert_eq!(again["threads"][0]["messagesAdded"], 0);
+    assert_eq!(messages(&sb, &repo, &target).len(), 10);
+}

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use grove::import::{self, Summary, claude};
+use grove::import::{self, Summary, amp, claude, hq};
 use grove::project::Project;
 use grove::store::Store;
 
@@ -40,6 +40,10 @@ pub struct Args {
 enum FormatArg {
     /// Claude Code session transcripts.
     Claude,
+    /// HQ thread checkpoints (workspace/threads/<id>.json).
+    Hq,
+    /// Amp thread JSON files.
+    Amp,
 }
 
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
@@ -53,6 +57,22 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
                 claude::check_source(&path)?;
                 for file in claude::sources(&path)? {
                     threads.extend(claude::import_file(&file, &mut summary)?);
+                }
+            }
+            FormatArg::Hq => {
+                // A workspace, its threads/ directory, or one file.
+                let dir = if path.join("workspace/threads").is_dir() {
+                    path.join("workspace/threads")
+                } else {
+                    path.clone()
+                };
+                for file in import::json_files(&dir)? {
+                    threads.extend(hq::import_file(&file, &mut summary)?);
+                }
+            }
+            FormatArg::Amp => {
+                for file in import::json_files(&path)? {
+                    threads.extend(amp::import_file(&file, &mut summary)?);
                 }
             }
         }

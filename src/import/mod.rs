@@ -10,7 +10,9 @@
 //!   messages carrying the raw record; the summary counts, per kind, what was
 //!   mapped, joined, kept raw or skipped (and why).
 
+pub mod amp;
 pub mod claude;
+pub mod hq;
 
 use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
@@ -82,6 +84,52 @@ pub struct ThreadOutcome {
     pub created: bool,
     pub messages_added: u64,
     pub message_count: u64,
+}
+
+/// The `.json` files of `path` (itself if a file), sorted.
+pub fn json_files(path: &std::path::Path) -> Result<Vec<std::path::PathBuf>> {
+    if path.is_file() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    if !path.is_dir() {
+        return Err(Error::Other(format!("{} does not exist", path.display())));
+    }
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(path).ctx("listing", path)? {
+        let p = entry.ctx("listing", path)?.path();
+        if p.is_file() && p.extension().is_some_and(|e| e == "json") {
+            files.push(p);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Reads a JSON object file; a malformed one is reported (path, line) and
+/// skipped so the other files still import.
+pub(crate) fn read_object(
+    path: &std::path::Path,
+    kind: &str,
+    summary: &mut Summary,
+) -> Result<Option<serde_json::Map<String, serde_json::Value>>> {
+    let bytes = std::fs::read(path).ctx("reading", path)?;
+    match serde_json::from_slice::<serde_json::Value>(&bytes) {
+        Ok(serde_json::Value::Object(o)) => Ok(Some(o)),
+        Ok(_) => {
+            summary
+                .errors
+                .push(format!("{}: not a JSON object", path.display()));
+            summary.skip(kind, "a file that is not a JSON object".into());
+            Ok(None)
+        }
+        Err(e) => {
+            summary
+                .errors
+                .push(format!("{}:{}: {e}", path.display(), e.line()));
+            summary.skip(kind, "a file that is not valid JSON".into());
+            Ok(None)
+        }
+    }
 }
 
 /// Writes `imported` into `store`: a new thread built aside, or the
@@ -168,10 +216,38 @@ fn append_new(thread: &Thread, imported: ImportedThread) -> Result<ThreadOutcome
                 .any(|h| h.thread_id == r.thread_id && h.kind == r.kind && h.role == r.role)
         })
         .collect();
-    let meta = if missing.is_empty() {
+    // State a source keeps current (a checkpoint's git state, summary, next
+    // steps, tags) is refreshed; written only when it changed.
+    let src = &imported.meta;
+    let tags = src.tags();
+    let refresh = (src.git.is_some() && src.git != meta.git)
+        || (src.conversation_summary.is_some()
+            && src.conversation_summary != meta.conversation_summary)
+        || (src.files_touched.is_some() && src.files_touched != meta.files_touched)
+        || (src.next_steps.is_some() && src.next_steps != meta.next_steps)
+        || tags.iter().any(|t| !meta.tags().contains(t));
+    let meta = if missing.is_empty() && !refresh {
         meta
     } else {
-        thread.update_meta(|m| m.relationships.get_or_insert_with(Vec::new).extend(missing))?
+        thread.update_meta(|m| {
+            m.relationships.get_or_insert_with(Vec::new).extend(missing);
+            if m.relationships.as_ref().is_some_and(Vec::is_empty) {
+                m.relationships = None;
+            }
+            if src.git.is_some() {
+                m.git = src.git.clone();
+            }
+            if src.conversation_summary.is_some() {
+                m.conversation_summary = src.conversation_summary.clone();
+            }
+            if src.files_touched.is_some() {
+                m.files_touched = src.files_touched.clone();
+            }
+            if src.next_steps.is_some() {
+                m.next_steps = src.next_steps.clone();
+            }
+            m.add_tags(&tags);
+        })?
     };
     Ok(ThreadOutcome {
         thread_id: meta.thread_id.clone(),

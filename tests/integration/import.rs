@@ -7,7 +7,11 @@ use std::path::{Path, PathBuf};
 use crate::support::*;
 
 fn import(sb: &Sandbox, dir: &Path, args: &[&str]) -> serde_json::Value {
-    let mut all = vec!["import", "claude"];
+    import_as(sb, dir, "claude", args)
+}
+
+fn import_as(sb: &Sandbox, dir: &Path, format: &str, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["import", format];
     all.extend_from_slice(args);
     all.push("--json");
     json(&ok(sb.grove(dir).args(&all)))
@@ -294,4 +298,165 @@ fn a_session_lands_next_to_the_worktree_it_ran_in_or_into_a_chosen_thread() {
     let again = import(&sb, &repo, &[src.to_str().unwrap(), "--into", &target]);
     assert_eq!(again["threads"][0]["messagesAdded"], 0);
     assert_eq!(messages(&sb, &repo, &target).len(), 10);
+}
+
+#[test]
+fn hq_checkpoints_import_with_their_git_state_and_refresh_when_updated() {
+    let sb = Sandbox::new();
+    let dir = sb.dir("p");
+    let src = sb.path().join("hq");
+    copy_tree(&fixtures().join("hq"), &src);
+    let out = run(sb
+        .grove(&dir)
+        .args(["import", "hq", src.to_str().unwrap(), "--json"]));
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("T-broken.json:"));
+    let summary = json(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(summary["threads"].as_array().unwrap().len(), 42);
+    assert_eq!(summary["records"]["checkpoint"]["skipped"], 1);
+    assert_eq!(
+        summary["records"]["checkpoint"]["mapped"].as_u64().unwrap()
+            + summary["records"]["auto-checkpoint"]["mapped"]
+                .as_u64()
+                .unwrap(),
+        42
+    );
+
+    let id = "hq-T-20260123-143052-mrr-report";
+    let row = row_of(&sb, &dir, id);
+    assert_eq!(row["title"], "MRR Report Jan 2026");
+    assert_eq!(
+        row["tags"],
+        serde_json::json!(["finance", "{company-1}", "mrr"])
+    );
+    assert_eq!(
+        row["conversationSummary"],
+        "Generated MRR report showing $45,230 current MRR with 3.2% growth"
+    );
+    assert_eq!(row["git"]["initialCommit"], "abc1234");
+    assert_eq!(
+        row["git"]["commitsMade"][0],
+        "def5678: feat: add MRR calculation"
+    );
+    assert_eq!(row["git"]["remoteUrl"], "git@github.com:user/repo.git");
+    assert_eq!(
+        row["git"]["knowledge_repos"]["knowledge-ralph"]["commit"],
+        "abc1234"
+    );
+    let meta = read_json(&dir.join(".agent/threads").join(id).join("thread.json"));
+    assert_eq!(
+        meta["filesTouched"][0],
+        "workspace/reports/finance/2026-01-23-mrr.md"
+    );
+    assert_eq!(meta["metadata"]["hq"]["worker"]["skill"], "mrr");
+    assert_eq!(
+        meta["context"]["workingDir"],
+        "~/Documents/HQ/repos/private/{company-1}"
+    );
+    let auto = row_of(&sb, &dir, "hq-T-20260123-143052-auto-mrr-commit");
+    assert_eq!(auto["tags"], serde_json::json!(["auto-checkpoint"]));
+    assert_eq!(auto["git"]["currentCommit"], "def5678");
+    assert!(auto["git"]["initialCommit"].is_null());
+    let tagged = json(&ok(sb.grove(&dir).args(["list", "--tag", "t1", "--json"])));
+    assert_eq!(tagged.as_array().unwrap().len(), 10);
+
+    // Again: nothing. Updated later: one more message, fresh git state.
+    let before = snapshot(&dir.join(".agent"));
+    let again = run(sb
+        .grove(&dir)
+        .args(["import", "hq", src.to_str().unwrap(), "--json"]));
+    assert!(again.status.success());
+    assert_eq!(
+        snapshot(&dir.join(".agent")),
+        before,
+        "re-import changes nothing"
+    );
+    let file = src.join("workspace/threads/T-20260123-143052-mrr-report.json");
+    let mut cp = read_json(&file);
+    cp["updated_at"] = serde_json::json!("2026-01-23T15:00:00.000Z");
+    cp["git"]["current_commit"] = serde_json::json!("0a0a0a0");
+    cp["git"]["commits_made"] =
+        serde_json::json!(["def5678: feat: add MRR calculation", "0a0a0a0: docs"]);
+    cp["next_steps"] = serde_json::json!(["send to CFO"]);
+    std::fs::write(&file, serde_json::to_vec(&cp).unwrap()).unwrap();
+    let updated = import_as(&sb, &dir, "hq", &[file.to_str().unwrap()]);
+    assert_eq!(updated["threads"][0]["messagesAdded"], 1);
+    let row = row_of(&sb, &dir, id);
+    assert_eq!(row["stats"]["messageCount"], 2);
+    assert_eq!(row["git"]["currentCommit"], "0a0a0a0");
+    assert_eq!(row["git"]["commitsMade"].as_array().unwrap().len(), 2);
+    assert_eq!(row["nextSteps"], serde_json::json!(["send to CFO"]));
+}
+
+#[test]
+fn amp_threads_keep_their_ids_relationships_and_message_indices() {
+    let sb = Sandbox::new();
+    let dir = sb.dir("p");
+    let src = sb.path().join("amp");
+    copy_tree(&fixtures().join("amp"), &src);
+    let out = import_as(&sb, &dir, "amp", &[src.to_str().unwrap()]);
+    assert_eq!(out["threads"].as_array().unwrap().len(), 2);
+    let parent = "T-5928a90d-d53b-488f-a829-4e36442142ee";
+    let child = "T-7f1e2d3c-0000-4000-8000-00000000abcd";
+    let msgs = messages(&sb, &dir, parent);
+    assert_eq!(
+        msgs.len(),
+        6,
+        "one message per Amp message: indices line up"
+    );
+    let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "agent", "user", "agent", "user", "system"]);
+    assert_eq!(msgs[1]["content"][0]["type"], "thinking");
+    assert_eq!(msgs[1]["toolCalls"][0]["status"], "completed");
+    assert!(
+        msgs[1]["toolCalls"][0]["output"]
+            .as_str()
+            .unwrap()
+            .contains("db fixture")
+    );
+    assert_eq!(msgs[3]["toolCalls"][0]["status"], "failed");
+    assert_eq!(
+        msgs[2]["content"][0]["type"], "tool_result",
+        "kept as it was"
+    );
+    assert_eq!(
+        msgs[5]["content"][0]["type"], "summary",
+        "unknown block kept"
+    );
+    assert_eq!(msgs[0]["timestamp"], "2026-01-24T00:01:57.500Z");
+    assert_eq!(out["records"]["user"]["joined"], 2);
+
+    let meta = read_json(&dir.join(".agent/threads").join(parent).join("thread.json"));
+    assert_eq!(meta["relationships"][0]["threadID"], child);
+    assert_eq!(
+        meta["relationships"][0]["createdAt"],
+        "2026-01-24T00:03:20.000Z"
+    );
+    assert_eq!(meta["metadata"]["amp"]["agentMode"], "smart");
+    assert_eq!(
+        meta["metadata"]["amp"]["env"]["initial"]["tags"][0],
+        "model:claude-sonnet-4"
+    );
+    assert_eq!(meta["stats"]["toolCallCount"], 2);
+    let child_meta = read_json(&dir.join(".agent/threads").join(child).join("thread.json"));
+    assert_eq!(child_meta["originThreadID"], parent);
+    assert_eq!(child_meta["forkPointIndex"], 3);
+    let tree = json(&ok(sb
+        .grove(&dir)
+        .args(["show", child, "--tree", "--json"])));
+    assert_eq!(tree["edges"][0]["from"], parent);
+
+    // A grown thread: only the new message is appended.
+    let file = src.join(format!("{parent}.json"));
+    let mut thread = read_json(&file);
+    thread["messages"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!(
+            {"role":"user","messageId":6,"content":"Ship it.","meta":{"sentAt":1769213100000u64}}
+        ));
+    std::fs::write(&file, serde_json::to_vec(&thread).unwrap()).unwrap();
+    let grown = import_as(&sb, &dir, "amp", &[file.to_str().unwrap()]);
+    assert_eq!(grown["threads"][0]["messagesAdded"], 1);
+    assert_eq!(messages(&sb, &dir, parent).len(), 7);
 }

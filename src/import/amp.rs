@@ -1,0 +1,261 @@
+//! Amp thread JSON (seed 001): `T-<uuid>` ids kept, roles user / assistant /
+//! info, relationships, `originThreadID`, `forkPointIndex`, `mainThreadID`,
+//! `archived`.
+//!
+//! Message content is read as Amp writes it (Anthropic-style blocks): text,
+//! thinking, `tool_use`; `tool_result` blocks (Amp's `toolUseID` + `run`, or
+//! `tool_use_id` + `content`) are joined to their call. Message ids are
+//! `<thread>-<messageId>` (else the position), so re-importing a grown
+//! thread appends only new messages. A message of tool results only stays a
+//! message (its blocks kept as they are) so Amp's message indices — in
+//! relationships and `forkPointIndex` — keep pointing at the same messages.
+//! Unknown top-level fields are kept under `metadata.amp`, unknown blocks as
+//! they are.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde_json::{Map, Value, json};
+
+use super::{ImportedThread, Summary};
+use crate::atsf::{
+    self, ContentBlock, Context, Extra, Message, Relationship, Role, ToolCall, ToolStatus,
+};
+use crate::error::Result;
+
+/// Imports one Amp thread file.
+pub fn import_file(path: &Path, summary: &mut Summary) -> Result<Option<ImportedThread>> {
+    let Some(raw) = super::read_object(path, "thread", summary)? else {
+        return Ok(None);
+    };
+    let Some(id) = raw.get("id").and_then(Value::as_str).map(str::to_string) else {
+        summary.errors.push(format!("{}: no `id`", path.display()));
+        summary.skip("thread", "no id".into());
+        return Ok(None);
+    };
+    if let Err(e) = crate::store::validate_thread_id(&id) {
+        summary.errors.push(format!("{}: {e}", path.display()));
+        summary.skip("thread", "an id that is not a safe name".into());
+        return Ok(None);
+    }
+    let created = millis(raw.get("created")).unwrap_or_else(atsf::now_timestamp);
+    let title = raw
+        .get("title")
+        .and_then(Value::as_str)
+        .unwrap_or("Untitled")
+        .to_string();
+    let mut meta = crate::threads::new_meta(&title, "amp", Context::default());
+    meta.thread_id = id.clone();
+    meta.created_at = created.clone();
+    meta.updated_at = created.clone();
+    meta.archived = (raw.get("archived").and_then(Value::as_bool) == Some(true)).then_some(true);
+    if let Some(rels) = raw.get("relationships") {
+        match serde_json::from_value::<Vec<Relationship>>(rels.clone()) {
+            Ok(r) if !r.is_empty() => meta.relationships = Some(r),
+            Ok(_) => {}
+            Err(e) => summary.errors.push(format!(
+                "{}: relationships: {e} (kept under metadata.amp)",
+                path.display()
+            )),
+        }
+    }
+    let text = |k: &str| raw.get(k).and_then(Value::as_str).map(str::to_string);
+    meta.origin_thread_id = text("originThreadID");
+    meta.fork_point_index = raw.get("forkPointIndex").and_then(Value::as_u64);
+    meta.main_thread_id = text("mainThreadID");
+    let mut rest = raw.clone();
+    rest.remove("messages");
+    meta.metadata_mut()
+        .insert("amp".into(), Value::Object(rest));
+    meta.metadata_mut().insert(
+        "import".into(),
+        json!({"format": "amp", "source": path, "sourceId": id}),
+    );
+
+    let messages = raw
+        .get("messages")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let results = tool_results(&messages);
+    let mut out = Vec::new();
+    let mut last_time = created;
+    for (i, m) in messages.iter().enumerate() {
+        let Some(obj) = m.as_object() else {
+            summary.skip("message", format!("message {i} is not an object"));
+            continue;
+        };
+        let role_name = obj.get("role").and_then(Value::as_str).unwrap_or("");
+        let role = match role_name {
+            "user" => Role::User,
+            "assistant" => Role::Agent,
+            "info" => Role::System,
+            other => {
+                summary.count(&format!("role {other:?}")).raw += 1;
+                Role::System
+            }
+        };
+        let (mut content, calls, only_results) = blocks(obj.get("content"), &results);
+        if only_results {
+            // Joined to their calls, and kept in place as they are: Amp's
+            // message indices (relationships, forkPointIndex) stay right.
+            summary.count(role_name).joined += 1;
+            content = obj
+                .get("content")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|b| b.as_object().cloned().map(ContentBlock::Unknown))
+                .collect();
+        }
+        let time = millis(obj.get("meta").and_then(|m| m.get("sentAt")))
+            .unwrap_or_else(|| last_time.clone());
+        last_time = time.clone();
+        let mut msg = Message::new(role, content);
+        msg.id = match obj.get("messageId") {
+            Some(n) => format!("{id}-{n}"),
+            None => format!("{id}-{i}"),
+        };
+        msg.timestamp = time;
+        msg.tool_calls = (!calls.is_empty()).then_some(calls);
+        let mut extra: Map<String, Value> = obj.clone();
+        extra.remove("content");
+        extra.remove("role");
+        msg.extra.insert("amp".into(), Value::Object(extra));
+        if !only_results && matches!(role_name, "user" | "assistant" | "info") {
+            summary.count(role_name).mapped += 1;
+        }
+        out.push(msg);
+    }
+    Ok(Some(ImportedThread {
+        meta,
+        messages: out,
+    }))
+}
+
+fn millis(v: Option<&Value>) -> Option<String> {
+    let ms = v?.as_i64()?;
+    let ts = jiff::Timestamp::from_millisecond(ms).ok()?;
+    atsf::normalize_timestamp(&ts.to_string()).ok()
+}
+
+/// tool use id → (output, failed).
+fn tool_results(messages: &[Value]) -> HashMap<String, (String, bool)> {
+    let mut out = HashMap::new();
+    for m in messages {
+        for b in m
+            .get("content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if b.get("type").and_then(Value::as_str) != Some("tool_result") {
+                continue;
+            }
+            let id = b
+                .get("toolUseID")
+                .or_else(|| b.get("tool_use_id"))
+                .and_then(Value::as_str);
+            let Some(id) = id else { continue };
+            let (text, failed) = match b.get("run") {
+                Some(run) => {
+                    let status = run.get("status").and_then(Value::as_str).unwrap_or("done");
+                    let result = run.get("result").or_else(|| run.get("error"));
+                    (
+                        match result {
+                            Some(Value::String(s)) => s.clone(),
+                            Some(v) => v.to_string(),
+                            None => String::new(),
+                        },
+                        matches!(
+                            status,
+                            "error" | "failed" | "cancelled" | "rejected-by-user"
+                        ),
+                    )
+                }
+                None => (
+                    match b.get("content") {
+                        Some(Value::String(s)) => s.clone(),
+                        Some(Value::Array(parts)) => parts
+                            .iter()
+                            .filter_map(|p| p.get("text").and_then(Value::as_str))
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                        Some(v) => v.to_string(),
+                        None => String::new(),
+                    },
+                    b.get("is_error").and_then(Value::as_bool) == Some(true),
+                ),
+            };
+            out.insert(id.to_string(), (text, failed));
+        }
+    }
+    out
+}
+
+/// Blocks, tool calls, and whether the content was only tool results.
+fn blocks(
+    content: Option<&Value>,
+    results: &HashMap<String, (String, bool)>,
+) -> (Vec<ContentBlock>, Vec<ToolCall>, bool) {
+    let mut out = Vec::new();
+    let mut calls = Vec::new();
+    let mut results_seen = 0;
+    match content {
+        Some(Value::String(s)) => out.push(ContentBlock::text(s.clone())),
+        Some(Value::Array(items)) => {
+            for b in items {
+                match b.get("type").and_then(Value::as_str) {
+                    Some("text") => out.push(ContentBlock::text(
+                        b.get("text").and_then(Value::as_str).unwrap_or(""),
+                    )),
+                    Some("thinking") => out.push(ContentBlock::Thinking {
+                        text: b
+                            .get("thinking")
+                            .or_else(|| b.get("text"))
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string(),
+                        extra: Extra::new(),
+                    }),
+                    Some("tool_use") => {
+                        let id = b
+                            .get("id")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string();
+                        let result = results.get(&id);
+                        calls.push(ToolCall {
+                            name: b
+                                .get("name")
+                                .and_then(Value::as_str)
+                                .unwrap_or("tool")
+                                .into(),
+                            title: None,
+                            status: match result {
+                                Some((_, true)) => ToolStatus::Failed,
+                                Some(_) => ToolStatus::Completed,
+                                None => ToolStatus::Pending,
+                            },
+                            input: b.get("input").map(Value::to_string),
+                            output: result.map(|(t, _)| t.clone()),
+                            duration: None,
+                            diff: None,
+                            extra: Extra::new(),
+                            tool_call_id: id,
+                        });
+                    }
+                    Some("tool_result") => results_seen += 1,
+                    _ => {
+                        if let Value::Object(map) = b {
+                            out.push(ContentBlock::Unknown(map.clone()));
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    let only_results = results_seen > 0 && out.is_empty() && calls.is_empty();
+    (out, calls, only_results)
+}

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use grove::import::{self, Summary, amp, claude, hq};
+use grove::import::{self, Summary, amp, claude, hq, sage};
 use grove::project::Project;
 use grove::store::Store;
 
@@ -40,6 +40,8 @@ pub struct Args {
 enum FormatArg {
     /// Claude Code session transcripts.
     Claude,
+    /// Sage Agent sessions (.sage/sessions/<id>/).
+    Sage,
     /// HQ thread checkpoints (workspace/threads/<id>.json).
     Hq,
     /// Amp thread JSON files.
@@ -68,6 +70,11 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
                 };
                 for file in import::json_files(&dir)? {
                     threads.extend(hq::import_file(&file, &mut summary)?);
+                }
+            }
+            FormatArg::Sage => {
+                for session in sage::sessions(&path)? {
+                    threads.extend(sage::import_session(&session, &mut summary)?);
                 }
             }
             FormatArg::Amp => {

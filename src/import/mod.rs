@@ -13,6 +13,8 @@
 pub mod amp;
 pub mod claude;
 pub mod hq;
+pub mod sage;
+mod tree;
 
 use std::collections::{BTreeMap, HashSet};
 use std::io::Write;

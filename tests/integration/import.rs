@@ -460,3 +460,86 @@ fn amp_threads_keep_their_ids_relationships_and_message_indices() {
     assert_eq!(grown["threads"][0]["messagesAdded"], 1);
     assert_eq!(messages(&sb, &dir, parent).len(), 7);
 }
+
+#[test]
+fn sage_sessions_import_with_branches_sidechains_snapshots_and_todos() {
+    let sb = Sandbox::new();
+    let dir = sb.dir("p");
+    let src = sb.path().join("sage");
+    copy_tree(&fixtures().join("sage"), &src);
+    let sage_dir = src.join(".sage");
+    let before = snapshot(&sage_dir);
+    let out = run(sb
+        .grove(&dir)
+        .args(["import", "sage", sage_dir.to_str().unwrap(), "--json"]));
+    assert!(out.status.success());
+    assert_eq!(snapshot(&sage_dir), before, "source only read");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("session-gen/messages.jsonl:11:"));
+    let summary = json(&String::from_utf8(out.stdout).unwrap());
+    let ids: Vec<&str> = summary["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["threadId"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "sage-session-123",
+            "sage-session-gen",
+            "sage-session-gen-fork-ab",
+            "sage-session-gen-side-s0"
+        ]
+    );
+    assert_eq!(summary["records"]["tool_result"]["joined"], 1 + 12 + 1);
+    assert_eq!(summary["records"]["file_history_snapshot"]["raw"], 4);
+
+    // The seed's example: title from metadata.json, tool call joined, usage, todos.
+    let m = messages(&sb, &dir, "sage-session-123");
+    assert_eq!(m.len(), 3);
+    assert_eq!(
+        row_of(&sb, &dir, "sage-session-123")["title"],
+        "Weather website"
+    );
+    assert_eq!(m[1]["role"], "agent");
+    let call = &m[1]["toolCalls"][0];
+    assert_eq!(call["status"], "completed");
+    assert_eq!(call["output"], "Directory created successfully");
+    assert_eq!(call["input"], r#"{"command":"mkdir -p weather_app"}"#);
+    assert_eq!(m[1]["tokens"]["input"], 1500);
+    assert_eq!(m[1]["sage"]["todos"][1]["status"], "in_progress");
+    assert_eq!(m[0]["sage"]["thinkingMetadata"]["level"], "high");
+    assert_eq!(
+        m[2]["sageRecord"]["snapshot"]["trackedFiles"]["weather_app/index.html"]["contentHash"],
+        "abc123",
+        "the snapshot follows the message it belongs to"
+    );
+    let meta = read_json(&dir.join(".agent/threads/sage-session-123/thread.json"));
+    assert_eq!(
+        meta["context"]["workingDir"],
+        "/Users/lifcc/Desktop/code/AI/agent/sage"
+    );
+    assert_eq!(meta["metadata"]["sage"]["model"], "sage-default");
+
+    // The generated session: the failed call, the fork, the subagent thread.
+    let gen_rows = |id: &str| row_of(&sb, &dir, id)["stats"].clone();
+    assert_eq!(gen_rows("sage-session-gen")["messageCount"], 27);
+    assert_eq!(gen_rows("sage-session-gen")["toolCallCount"], 12);
+    let main = messages(&sb, &dir, "sage-session-gen");
+    let failed = main.iter().find(|m| m["id"] == "a5").unwrap();
+    assert_eq!(failed["toolCalls"][0]["status"], "failed");
+    assert_eq!(failed["toolCalls"][0]["output"], "permission denied");
+    let fork = read_json(&dir.join(".agent/threads/sage-session-gen-fork-ab/thread.json"));
+    let a2 = main.iter().position(|m| m["id"] == "a2").unwrap() as u64;
+    assert_eq!(fork["forkPointIndex"], a2);
+    assert_eq!(fork["stats"]["messageCount"], 8);
+    let side = read_json(&dir.join(".agent/threads/sage-session-gen-side-s0/thread.json"));
+    assert_eq!(side["mainThreadID"], "sage-session-gen");
+    assert_eq!(side["stats"]["messageCount"], 3);
+    assert_eq!(side["stats"]["toolCallCount"], 1);
+
+    // Again: nothing changes.
+    let agent = snapshot(&dir.join(".agent"));
+    import_as(&sb, &dir, "sage", &[sage_dir.to_str().unwrap()]);
+    assert_eq!(snapshot(&dir.join(".agent")), agent);
+}

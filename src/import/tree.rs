@@ -1,0 +1,253 @@
+//! The record trees of Claude-Code-style transcripts (Claude Code, Sage):
+//! JSON Lines whose records link through `uuid` / `parentUuid`, with
+//! sidechains. Which records make the conversation, which branches are forks,
+//! which records belong to each sidechain.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::Summary;
+use crate::atsf;
+use crate::error::{IoContext, Result};
+
+/// One line of a transcript.
+pub(super) struct Record {
+    pub(super) line: u64,
+    pub(super) raw: Map<String, Value>,
+    pub(super) bytes_hash: String,
+}
+
+impl Record {
+    pub(super) fn kind(&self) -> &str {
+        self.raw
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown")
+    }
+    pub(super) fn uuid(&self) -> Option<&str> {
+        self.raw.get("uuid").and_then(Value::as_str)
+    }
+    pub(super) fn parent(&self) -> Option<&str> {
+        self.raw.get("parentUuid").and_then(Value::as_str)
+    }
+    pub(super) fn sidechain(&self) -> bool {
+        self.raw.get("isSidechain").and_then(Value::as_bool) == Some(true)
+    }
+    pub(super) fn timestamp(&self) -> Option<String> {
+        let t = self.raw.get("timestamp").and_then(Value::as_str)?;
+        atsf::normalize_timestamp(t).ok()
+    }
+    pub(super) fn str_field(&self, key: &str) -> Option<&str> {
+        self.raw
+            .get(key)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    }
+    /// Message id in ATSF: the record's uuid, else a hash of its bytes.
+    pub(super) fn message_id(&self) -> String {
+        match self.uuid() {
+            Some(u) => u.to_string(),
+            None => format!("{}-{}", self.kind(), self.bytes_hash),
+        }
+    }
+    pub(super) fn content(&self) -> Option<&Value> {
+        self.raw.get("message")?.get("content")
+    }
+    /// A user record whose content is only tool results.
+    pub(super) fn only_tool_results(&self) -> bool {
+        self.kind() == "user"
+            && self
+                .content()
+                .and_then(Value::as_array)
+                .is_some_and(|blocks| {
+                    !blocks.is_empty()
+                        && blocks
+                            .iter()
+                            .all(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+                })
+    }
+    /// A prompt or a reply: what makes a branch a fork.
+    pub(super) fn substantive(&self) -> bool {
+        matches!(self.kind(), "user" | "assistant") && !self.only_tool_results()
+    }
+}
+
+/// Reads one file; malformed lines are reported and skipped.
+pub(super) fn read_records(path: &Path, summary: &mut Summary) -> Result<Vec<Record>> {
+    let text = std::fs::read(path).ctx("reading", path)?;
+    let mut out = Vec::new();
+    for (i, line) in text.split(|&b| b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let number = i as u64 + 1;
+        match serde_json::from_slice::<Value>(line) {
+            Ok(Value::Object(raw)) => out.push(Record {
+                line: number,
+                raw,
+                bytes_hash: hex16(line),
+            }),
+            Ok(_) => {
+                summary
+                    .errors
+                    .push(format!("{}:{number}: not a JSON object", path.display()));
+                summary.skip("malformed", "a line that is not a JSON object".into());
+            }
+            Err(e) => {
+                summary
+                    .errors
+                    .push(format!("{}:{number}: {e}", path.display()));
+                summary.skip("malformed", "a line that is not valid JSON".into());
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn hex16(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// How a transcript's records divide into threads.
+pub(super) struct Shape {
+    /// The conversation's chain (to the newest leaf).
+    pub main_set: HashSet<usize>,
+    /// Records that went to a fork or a sidechain.
+    pub claimed: HashSet<usize>,
+    /// (leaf, records from the root, the record where it left the conversation).
+    pub forks: Vec<(usize, Vec<usize>, usize)>,
+    /// (root uuid, records in file order).
+    pub sidechains: Vec<(String, Vec<usize>)>,
+}
+
+/// Divides `records`. The conversation is the chain that ends at the newest
+/// leaf; another branch holding a prompt or a reply is a fork (leaves of one
+/// branch make one fork); sidechains group by their root. In a subagent file
+/// (`agent_file`) every record is a sidechain and all of them are the
+/// conversation.
+pub(super) fn shape(records: &[Record], agent_file: bool) -> Shape {
+    // The tree.
+    let by_uuid: HashMap<&str, usize> = records
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.uuid().map(|u| (u, i)))
+        .collect();
+    let has_child: HashSet<&str> = records.iter().filter_map(Record::parent).collect();
+    let chain_to = |leaf: usize| -> Vec<usize> {
+        let mut chain = vec![leaf];
+        let mut seen = HashSet::from([leaf]);
+        let mut cur = leaf;
+        while let Some(&p) = records[cur].parent().and_then(|p| by_uuid.get(p)) {
+            if !seen.insert(p) {
+                break;
+            }
+            chain.push(p);
+            cur = p;
+        }
+        chain.reverse();
+        chain
+    };
+    // In a subagent file every record is a sidechain: it is the main line there.
+    let in_main = |r: &Record| r.uuid().is_some() && (agent_file || !r.sidechain());
+    let newest = |idx: &[usize]| -> Option<usize> {
+        idx.iter()
+            .copied()
+            .max_by_key(|&i| (records[i].timestamp(), records[i].line))
+    };
+    let main_leaves: Vec<usize> = (0..records.len())
+        .filter(|&i| in_main(&records[i]) && !has_child.contains(records[i].uuid().unwrap_or("")))
+        .collect();
+    let main_chain: Vec<usize> = newest(&main_leaves).map(chain_to).unwrap_or_default();
+    let main_set: HashSet<usize> = main_chain.iter().copied().collect();
+
+    // Other branches: forks when they hold a prompt or a reply. Leaves of
+    // one branch (a progress record beside a tool result) make one fork.
+    let mut forks: Vec<(usize, Vec<usize>, usize)> = Vec::new(); // (leaf, records, divergence)
+    let mut claimed: HashSet<usize> = main_set.clone();
+    let mut fork_of: HashMap<usize, usize> = HashMap::new(); // record → fork
+    let mut others: Vec<usize> = main_leaves
+        .iter()
+        .copied()
+        .filter(|l| !main_set.contains(l))
+        .collect();
+    others.sort_by_key(|&i| std::cmp::Reverse((records[i].timestamp(), records[i].line)));
+    for leaf in others {
+        let chain = chain_to(leaf);
+        let Some(split) = chain.iter().rposition(|i| main_set.contains(i)) else {
+            continue;
+        };
+        let branch = &chain[split + 1..];
+        if let Some(&f) = branch.iter().find_map(|i| fork_of.get(i)) {
+            for &i in branch {
+                if fork_of.insert(i, f).is_none() {
+                    forks[f].1.push(i);
+                    claimed.insert(i);
+                }
+            }
+            forks[f].1.sort();
+            continue;
+        }
+        if branch.iter().any(|&i| records[i].substantive()) {
+            let f = forks.len();
+            for &i in branch {
+                fork_of.insert(i, f);
+                claimed.insert(i);
+            }
+            forks.push((leaf, chain.clone(), chain[split]));
+        }
+    }
+    // Sidechains inline: grouped by their root.
+    let mut sidechains: Vec<(String, Vec<usize>)> = Vec::new();
+    if !agent_file {
+        let mut groups: HashMap<usize, Vec<usize>> = HashMap::new();
+        for (i, r) in records.iter().enumerate() {
+            if r.sidechain() && r.uuid().is_some() {
+                let root = chain_to(i)
+                    .into_iter()
+                    .find(|&j| records[j].sidechain())
+                    .unwrap_or(i);
+                groups.entry(root).or_default().push(i);
+            }
+        }
+        let mut roots: Vec<usize> = groups.keys().copied().collect();
+        roots.sort();
+        for root in roots {
+            let members = &groups[&root];
+            let leaves: Vec<usize> = members
+                .iter()
+                .copied()
+                .filter(|&i| !has_child.contains(records[i].uuid().unwrap_or("")))
+                .collect();
+            let chain: Vec<usize> = newest(&leaves)
+                .map(chain_to)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|i| records[*i].sidechain())
+                .collect();
+            let in_chain: HashSet<usize> = chain.iter().copied().collect();
+            // Side branches of a sidechain stay in it, in file order.
+            let mut ordered: Vec<usize> = members.clone();
+            ordered.sort();
+            let mut all = chain;
+            all.extend(ordered.into_iter().filter(|i| !in_chain.contains(i)));
+            all.sort();
+            claimed.extend(all.iter().copied());
+            let root_uuid = records[root].uuid().unwrap_or("root").to_string();
+            sidechains.push((root_uuid, all));
+        }
+    }
+
+    Shape {
+        main_set,
+        claimed,
+        forks,
+        sidechains,
+    }
+}

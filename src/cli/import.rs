@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use grove::import::{self, Summary, amp, claude, hq, sage};
+use grove::import::{self, Summary, amp, claude, dagent, hq, sage};
 use grove::project::Project;
 use grove::store::Store;
 
@@ -40,6 +40,8 @@ pub struct Args {
 enum FormatArg {
     /// Claude Code session transcripts.
     Claude,
+    /// dagent's .dagent/ directory (current and legacy layouts).
+    Dagent,
     /// Sage Agent sessions (.sage/sessions/<id>/).
     Sage,
     /// HQ thread checkpoints (workspace/threads/<id>.json).
@@ -71,6 +73,9 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
                 for file in import::json_files(&dir)? {
                     threads.extend(hq::import_file(&file, &mut summary)?);
                 }
+            }
+            FormatArg::Dagent => {
+                threads.extend(dagent::import_dir(&path, &mut summary)?);
             }
             FormatArg::Sage => {
                 for session in sage::sessions(&path)? {

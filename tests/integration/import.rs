@@ -543,3 +543,110 @@ fn sage_sessions_import_with_branches_sidechains_snapshots_and_todos() {
     import_as(&sb, &dir, "sage", &[sage_dir.to_str().unwrap()]);
     assert_eq!(snapshot(&dir.join(".agent")), agent);
 }
+
+#[test]
+fn dagent_current_and_legacy_layouts_import_with_the_seeds_mappings() {
+    let sb = Sandbox::new();
+    let dir = sb.dir("p");
+    let src = sb.path().join("dagent");
+    copy_tree(&fixtures().join("dagent"), &src);
+    let before = snapshot(&src);
+    let out = run(sb.grove(&dir).args([
+        "import",
+        "dagent",
+        src.join("current").to_str().unwrap(),
+        src.join("legacy").to_str().unwrap(),
+        "--json",
+    ]));
+    assert!(out.status.success());
+    assert_eq!(snapshot(&src), before, "nothing under .dagent/ written");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("node-2/session.json:1:"));
+    let summary = json(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(
+        summary["records"]["legacy chat.json"]["skipped"], 1,
+        "migrated: not twice"
+    );
+    assert_eq!(summary["records"]["chat message"]["mapped"], 32);
+
+    // Current layout: checkpoint first, then chat.json, seed fields kept.
+    let pm = "dagent-auth-feature-pm-feature-auth-feature";
+    let m = messages(&sb, &dir, pm);
+    assert_eq!(m.len(), 3);
+    assert_eq!(m[0]["role"], "system");
+    let text = m[0]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("Decisions:\n- Using JWT for session tokens"),
+        "{text}"
+    );
+    assert_eq!(
+        m[0]["dagentCheckpoint"]["compactionInfo"]["messagesCompacted"],
+        40
+    );
+    assert_eq!(
+        (m[1]["id"].as_str(), m[1]["role"].as_str()),
+        (Some("msg-uuid-1"), Some("user"))
+    );
+    assert_eq!(m[2]["role"], "agent");
+    assert_eq!(m[2]["tokens"]["input"], 500);
+    assert_eq!(m[2]["dagent"]["metadata"]["agentType"], "pm");
+    let row = row_of(&sb, &dir, pm);
+    assert_eq!(row["title"], "User Authentication: pm session");
+    assert_eq!(row["nextSteps"][0], "Designing authentication flow");
+    assert_eq!(row["nextSteps"].as_array().unwrap().len(), 3);
+    let meta = read_json(&dir.join(".agent/threads").join(pm).join("thread.json"));
+    assert_eq!(meta["metadata"]["dagent"]["context"]["taskId"], "task-123");
+    assert_eq!(
+        meta["metadata"]["dagent"]["session"]["stats"]["totalCompactions"],
+        2
+    );
+    assert_eq!(meta["context"]["workingDir"], "/path/to/project");
+    assert_eq!(meta["createdAt"], "2026-01-17T10:00:00.000Z");
+    assert_eq!(
+        row_of(
+            &sb,
+            &dir,
+            "dagent-auth-feature-dev-task-auth-feature-task-123-in_dev"
+        )["stats"]["messageCount"],
+        30
+    );
+
+    // Legacy chat.json: entries[].type → role, text → content, timestamp kept.
+    let chat = messages(&sb, &dir, "dagent-login-chat");
+    let roles: Vec<&str> = chat.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "agent", "system"]);
+    assert_eq!(chat[0]["content"][0]["text"], "Create a login feature");
+    assert_eq!(chat[0]["timestamp"], "2026-01-15T10:00:00.000Z");
+    assert_eq!(chat[2]["dagent"]["type"], "note", "unknown entry kept raw");
+    // Legacy node session.json: direction → role, Unix ms → ISO.
+    let node = messages(&sb, &dir, "dagent-login-node-node-1");
+    let roles: Vec<&str> = node.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["agent", "user", "agent"]);
+    assert_eq!(node[0]["timestamp"], "2024-01-17T10:40:00.000Z");
+    assert_eq!(node[0]["dagent"]["type"], "progress");
+
+    // After a compaction: a new checkpoint and new chat messages are added, nothing else.
+    let s = src.join("current/.dagent/features/auth-feature/sessions/pm-feature-auth-feature");
+    let mut cp = read_json(&s.join("checkpoint.json"));
+    cp["updatedAt"] = serde_json::json!("2026-01-17T13:00:00.000Z");
+    std::fs::write(s.join("checkpoint.json"), serde_json::to_vec(&cp).unwrap()).unwrap();
+    std::fs::write(
+        s.join("chat.json"),
+        r#"{"messages":[{"id":"msg-uuid-3","role":"user","content":"Next?","timestamp":"2026-01-17T13:01:00.000Z"}]}"#,
+    )
+    .unwrap();
+    let again = import_as(
+        &sb,
+        &dir,
+        "dagent",
+        &[src.join("current").to_str().unwrap()],
+    );
+    let pm_out = again["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["threadId"] == pm)
+        .unwrap()
+        .clone();
+    assert_eq!(pm_out["messagesAdded"], 2);
+    assert_eq!(messages(&sb, &dir, pm).len(), 5);
+}

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use grove::import::{self, Summary, amp, claude, dagent, hq, sage};
+use grove::import::{self, Summary, amp, claude, codex, dagent, hq, sage};
 use grove::project::Project;
 use grove::store::Store;
 
@@ -40,6 +40,8 @@ pub struct Args {
 enum FormatArg {
     /// Claude Code session transcripts.
     Claude,
+    /// OpenAI Codex CLI rollout files (~/.codex/sessions/…/rollout-*.jsonl).
+    Codex,
     /// dagent's .dagent/ directory (current and legacy layouts).
     Dagent,
     /// Sage Agent sessions (.sage/sessions/<id>/).
@@ -72,6 +74,11 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
                 };
                 for file in import::json_files(&dir)? {
                     threads.extend(hq::import_file(&file, &mut summary)?);
+                }
+            }
+            FormatArg::Codex => {
+                for file in codex::sources(&path)? {
+                    threads.extend(codex::import_file(&file, &mut summary)?);
                 }
             }
             FormatArg::Dagent => {

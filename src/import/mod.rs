@@ -12,6 +12,7 @@
 
 pub mod amp;
 pub mod claude;
+pub mod codex;
 pub mod dagent;
 pub mod hq;
 pub mod sage;

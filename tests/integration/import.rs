@@ -650,3 +650,90 @@ fn dagent_current_and_legacy_layouts_import_with_the_seeds_mappings() {
     assert_eq!(pm_out["messagesAdded"], 2);
     assert_eq!(messages(&sb, &dir, pm).len(), 5);
 }
+
+#[test]
+fn codex_rollouts_import_tool_calls_reasoning_and_grow_incrementally() {
+    let sb = Sandbox::new();
+    let dir = sb.dir("p");
+    let src = sb.path().join("codex");
+    copy_tree(&fixtures().join("codex"), &src);
+    let out = run(sb
+        .grove(&dir)
+        .args(["import", "codex", src.to_str().unwrap(), "--json"]));
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains(".jsonl:13:"));
+    let summary = json(&String::from_utf8(out.stdout).unwrap());
+    let r = &summary["records"];
+    assert_eq!(r["function_call"]["mapped"], 2);
+    assert_eq!(r["function_call_output"]["joined"], 2);
+    assert_eq!(r["custom_tool_call_output"]["joined"], 1);
+    assert_eq!(r["event_msg user_message"]["skipped"], 1);
+    assert_eq!(r["event_msg token_count"]["skipped"], 1);
+    assert_eq!(r["event_msg task_complete"]["raw"], 1);
+    assert_eq!(r["response_item web_search_call"]["raw"], 1);
+
+    let id = "codex-019a2d7a-41c4-78b1-b7cc-a45d62a89cd5";
+    let m = messages(&sb, &dir, id);
+    assert_eq!(m.len(), 10);
+    assert_eq!(m[0]["role"], "system", "injected environment context");
+    assert_eq!(
+        m[1]["content"][0]["text"],
+        "Fix the failing test in calc.py"
+    );
+    assert_eq!(m[2]["content"][0]["type"], "thinking");
+    assert_eq!(m[2]["content"][0]["text"], "**Running the tests**");
+    assert_eq!(m[2]["content"][0]["encryptedContent"], "gAAAAB-opaque");
+    let calls: Vec<(String, String)> = m
+        .iter()
+        .flat_map(|x| x["toolCalls"].as_array().cloned().unwrap_or_default())
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("shell".to_string(), "failed".to_string()),
+            ("apply_patch".to_string(), "completed".to_string()),
+            ("shell".to_string(), "completed".to_string())
+        ]
+    );
+    assert_eq!(m[3]["toolCalls"][0]["output"], "1 failed, 3 passed");
+    assert_eq!(m[6]["model"], "gpt-5-codex");
+    assert_eq!(
+        m[8]["content"][0]["text"],
+        "Compacted: User asked to fix calc.py; fixed add(); tests pass."
+    );
+    let meta = read_json(&dir.join(".agent/threads").join(id).join("thread.json"));
+    assert_eq!(meta["context"]["gitBranch"], "main");
+    assert_eq!(
+        meta["context"]["remoteUrl"],
+        "git@github.com:example/calc.git"
+    );
+    assert_eq!(meta["metadata"]["codex"]["turnContext"]["effort"], "high");
+    assert_eq!(meta["stats"]["toolCallCount"], 3);
+    let fork = read_json(
+        &dir.join(".agent/threads/codex-019a2d80-0000-7000-8000-00000000f0f0/thread.json"),
+    );
+    assert_eq!(fork["originThreadID"], id);
+
+    // Again: nothing. Grown: only the new lines.
+    let before = snapshot(&dir.join(".agent"));
+    import_as(&sb, &dir, "codex", &[src.to_str().unwrap()]);
+    assert_eq!(snapshot(&dir.join(".agent")), before);
+    let file = std::fs::read_dir(src.join("sessions/2025/10/29"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("019a2d7a"))
+        .unwrap();
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str(r#"{"timestamp":"2025-10-29T01:20:00.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Thanks"}]}}"#);
+    text.push('\n');
+    std::fs::write(&file, text).unwrap();
+    let grown = import_as(&sb, &dir, "codex", &[file.to_str().unwrap()]);
+    assert_eq!(grown["threads"][0]["messagesAdded"], 1);
+    assert_eq!(messages(&sb, &dir, id).len(), 11);
+}

@@ -245,6 +245,21 @@ fn blocks(
                             tool_call_id: id,
                         });
                     }
+                    Some("image") => {
+                        let src = b.get("source");
+                        out.push(ContentBlock::Image(crate::atsf::ImageBlock {
+                            asset_ref: None,
+                            mime_type: src
+                                .and_then(|s| s.get("media_type"))
+                                .and_then(Value::as_str)
+                                .map(str::to_string),
+                            data: src
+                                .and_then(|s| s.get("data"))
+                                .and_then(Value::as_str)
+                                .map(str::to_string),
+                            extra: Extra::new(),
+                        }));
+                    }
                     Some("tool_result") => results_seen += 1,
                     _ => {
                         if let Value::Object(map) = b {

@@ -446,19 +446,33 @@ fn amp_threads_keep_their_ids_relationships_and_message_indices() {
         .args(["show", child, "--tree", "--json"])));
     assert_eq!(tree["edges"][0]["from"], parent);
 
-    // A grown thread: only the new message is appended.
+    // Again: nothing changes.
+    let before = snapshot(&dir.join(".agent"));
+    import_as(&sb, &dir, "amp", &[src.to_str().unwrap()]);
+    assert_eq!(snapshot(&dir.join(".agent")), before);
+
+    // A grown thread: only the new message is appended (an image becomes an asset).
     let file = src.join(format!("{parent}.json"));
     let mut thread = read_json(&file);
     thread["messages"]
         .as_array_mut()
         .unwrap()
         .push(serde_json::json!(
-            {"role":"user","messageId":6,"content":"Ship it.","meta":{"sentAt":1769213100000u64}}
+            {"role":"user","messageId":6,"content":[{"type":"text","text":"Ship it."},
+              {"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}],
+             "meta":{"sentAt":1769213100000u64}}
         ));
     std::fs::write(&file, serde_json::to_vec(&thread).unwrap()).unwrap();
     let grown = import_as(&sb, &dir, "amp", &[file.to_str().unwrap()]);
     assert_eq!(grown["threads"][0]["messagesAdded"], 1);
-    assert_eq!(messages(&sb, &dir, parent).len(), 7);
+    let all = messages(&sb, &dir, parent);
+    assert_eq!(all.len(), 7);
+    assert!(
+        all[6]["content"][1]["assetRef"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256-")
+    );
 }
 
 #[test]
@@ -623,6 +637,17 @@ fn dagent_current_and_legacy_layouts_import_with_the_seeds_mappings() {
     assert_eq!(roles, ["agent", "user", "agent"]);
     assert_eq!(node[0]["timestamp"], "2024-01-17T10:40:00.000Z");
     assert_eq!(node[0]["dagent"]["type"], "progress");
+
+    // Again: nothing changes.
+    let before = snapshot(&dir.join(".agent"));
+    let both = [src.join("current"), src.join("legacy")];
+    import_as(
+        &sb,
+        &dir,
+        "dagent",
+        &[both[0].to_str().unwrap(), both[1].to_str().unwrap()],
+    );
+    assert_eq!(snapshot(&dir.join(".agent")), before);
 
     // After a compaction: a new checkpoint and new chat messages are added, nothing else.
     let s = src.join("current/.dagent/features/auth-feature/sessions/pm-feature-auth-feature");

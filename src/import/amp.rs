@@ -18,9 +18,7 @@ use std::path::Path;
 use serde_json::{Map, Value, json};
 
 use super::{ImportedThread, Summary};
-use crate::atsf::{
-    self, ContentBlock, Context, Extra, Message, Relationship, Role, ToolCall, ToolStatus,
-};
+use crate::atsf::{self, ContentBlock, Context, Extra, Message, Relationship, Role, ToolCall};
 use crate::error::Result;
 
 /// Imports one Amp thread file.
@@ -198,79 +196,21 @@ fn blocks(
     content: Option<&Value>,
     results: &HashMap<String, (String, bool)>,
 ) -> (Vec<ContentBlock>, Vec<ToolCall>, bool) {
-    let mut out = Vec::new();
-    let mut calls = Vec::new();
-    let mut results_seen = 0;
-    match content {
-        Some(Value::String(s)) => out.push(ContentBlock::text(s.clone())),
-        Some(Value::Array(items)) => {
-            for b in items {
-                match b.get("type").and_then(Value::as_str) {
-                    Some("text") => out.push(ContentBlock::text(
-                        b.get("text").and_then(Value::as_str).unwrap_or(""),
-                    )),
-                    Some("thinking") => out.push(ContentBlock::Thinking {
-                        text: b
-                            .get("thinking")
-                            .or_else(|| b.get("text"))
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_string(),
-                        extra: Extra::new(),
-                    }),
-                    Some("tool_use") => {
-                        let id = b
-                            .get("id")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_string();
-                        let result = results.get(&id);
-                        calls.push(ToolCall {
-                            name: b
-                                .get("name")
-                                .and_then(Value::as_str)
-                                .unwrap_or("tool")
-                                .into(),
-                            title: None,
-                            status: match result {
-                                Some((_, true)) => ToolStatus::Failed,
-                                Some(_) => ToolStatus::Completed,
-                                None => ToolStatus::Pending,
-                            },
-                            input: b.get("input").map(Value::to_string),
-                            output: result.map(|(t, _)| t.clone()),
-                            duration: None,
-                            diff: None,
-                            extra: Extra::new(),
-                            tool_call_id: id,
-                        });
-                    }
-                    Some("image") => {
-                        let src = b.get("source");
-                        out.push(ContentBlock::Image(crate::atsf::ImageBlock {
-                            asset_ref: None,
-                            mime_type: src
-                                .and_then(|s| s.get("media_type"))
-                                .and_then(Value::as_str)
-                                .map(str::to_string),
-                            data: src
-                                .and_then(|s| s.get("data"))
-                                .and_then(Value::as_str)
-                                .map(str::to_string),
-                            extra: Extra::new(),
-                        }));
-                    }
-                    Some("tool_result") => results_seen += 1,
-                    _ => {
-                        if let Value::Object(map) = b {
-                            out.push(ContentBlock::Unknown(map.clone()));
-                        }
-                    }
-                }
-            }
-        }
-        _ => {}
-    }
+    let (out, calls, results_seen) = super::anthropic_content(content, |b| {
+        let id = b
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let result = results.get(&id).map(|(t, f)| (t.as_str(), *f));
+        let name = b
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("tool")
+            .into();
+        let input = b.get("input").map(Value::to_string);
+        super::tool_call(id, name, input, result, Extra::new())
+    });
     let only_results = results_seen > 0 && out.is_empty() && calls.is_empty();
     (out, calls, only_results)
 }

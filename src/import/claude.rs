@@ -16,11 +16,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use super::tree::{Record, Shape, read_records, shape};
-use super::{ImportedThread, Summary};
-use crate::atsf::{
-    self, Agent, ContentBlock, Context, Extra, ImageBlock, Message, RelationKind, RelationRole,
-    Relationship, Role, Tokens, ToolCall, ToolStatus,
-};
+use super::{ImportedThread, Summary, defer_pending_tail, first_prompt, is_live};
+use crate::atsf::{self, Agent, ContentBlock, Context, Extra, Message, Role, Tokens, ToolCall};
 use crate::error::{Error, IoContext, Result};
 
 /// The source files under `path`: itself if a file; else its `*.jsonl` and
@@ -85,16 +82,12 @@ pub fn import_file(path: &Path, summary: &mut Summary) -> Result<Vec<ImportedThr
     let results = tool_results(&records);
 
     let Shape {
-        main_set,
-        claimed,
+        main_records,
         forks,
         sidechains,
+        ..
     } = shape(&records, agent_file);
 
-    // The main thread: its chain plus every record no other thread took, in file order.
-    let main_records: Vec<usize> = (0..records.len())
-        .filter(|i| main_set.contains(i) || !claimed.contains(i))
-        .collect();
     let mut mapper = Mapper {
         records: &records,
         results: &results,
@@ -130,15 +123,6 @@ pub fn import_file(path: &Path, summary: &mut Summary) -> Result<Vec<ImportedThr
         let id = format!("{main_id}-fork-{leaf_uuid}");
         let at = index_of.get(&split).copied();
         let now = records[leaf].timestamp();
-        let rel = |thread_id: &str, role| Relationship {
-            thread_id: thread_id.to_string(),
-            kind: RelationKind::Fork,
-            role,
-            message_index: at,
-            created_at: now.clone(),
-            comment: None,
-            extra: Extra::new(),
-        };
         let mut meta = thread_meta(
             &id,
             &atsf::fork_title(&title),
@@ -147,13 +131,7 @@ pub fn import_file(path: &Path, summary: &mut Summary) -> Result<Vec<ImportedThr
             path,
             &session,
         );
-        meta.origin_thread_id = Some(main_id.clone());
-        meta.fork_point_index = at;
-        meta.relationships = Some(vec![rel(&main_id, RelationRole::Child)]);
-        main.meta
-            .relationships
-            .get_or_insert_with(Vec::new)
-            .push(rel(&id, RelationRole::Parent));
+        super::tree::link_fork(&mut main.meta, &mut meta, at, now);
         out.push(ImportedThread { meta, messages });
     }
     for (root, members) in sidechains {
@@ -170,59 +148,6 @@ pub fn import_file(path: &Path, summary: &mut Summary) -> Result<Vec<ImportedThr
     }
     out.insert(0, main);
     Ok(out)
-}
-
-/// Whether the session may still be running: written to in the last hour.
-pub(super) fn is_live(path: &Path) -> bool {
-    std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.elapsed().ok())
-        .is_some_and(|age| age.as_secs() < 3600)
-}
-
-/// A running session's last reply may still wait for its tool results.
-/// Messages are never rewritten once imported (the log is append-only), so
-/// such a tail is left for the next import instead of being stored as
-/// `pending` for good. A session idle for an hour is imported as it is.
-pub(super) fn defer_pending_tail(messages: &mut Vec<Message>, live: bool, summary: &mut Summary) {
-    if !live {
-        return;
-    }
-    let pending = |m: &Message| {
-        m.tool_calls
-            .iter()
-            .flatten()
-            .any(|c| c.status == ToolStatus::Pending)
-    };
-    if let Some(first) = messages.iter().position(pending) {
-        let later_turn = messages[first + 1..]
-            .iter()
-            .any(|m| m.role == Role::User && !pending(m));
-        if !later_turn {
-            for _ in first..messages.len() {
-                summary.skip(
-                    "deferred",
-                    "the session is running and a tool call has no result yet; the next import brings it"
-                        .into(),
-                );
-            }
-            messages.truncate(first);
-        }
-    }
-}
-
-pub(super) fn first_prompt(messages: &[Message]) -> Option<String> {
-    messages
-        .iter()
-        .filter(|m| m.role == Role::User)
-        .flat_map(|m| &m.content)
-        .find_map(|b| match b {
-            ContentBlock::Text { text, .. } if !text.trim().is_empty() => {
-                Some(crate::threads::title_from_prompt(text))
-            }
-            _ => None,
-        })
 }
 
 fn thread_meta(
@@ -420,51 +345,7 @@ impl Mapper<'_> {
 
     /// Content blocks and tool calls of a user or assistant record.
     fn blocks(&mut self, r: &Record) -> (Vec<ContentBlock>, Vec<ToolCall>) {
-        let mut content = Vec::new();
-        let mut calls = Vec::new();
-        match r.content() {
-            Some(Value::String(s)) => content.push(ContentBlock::text(s.clone())),
-            Some(Value::Array(blocks)) => {
-                for b in blocks {
-                    match b.get("type").and_then(Value::as_str) {
-                        Some("text") => content.push(ContentBlock::text(
-                            b.get("text").and_then(Value::as_str).unwrap_or(""),
-                        )),
-                        Some("thinking") => content.push(ContentBlock::Thinking {
-                            text: b
-                                .get("thinking")
-                                .and_then(Value::as_str)
-                                .unwrap_or("")
-                                .to_string(),
-                            extra: Extra::new(),
-                        }),
-                        Some("image") => {
-                            let src = b.get("source");
-                            content.push(ContentBlock::Image(ImageBlock {
-                                asset_ref: None,
-                                mime_type: src
-                                    .and_then(|s| s.get("media_type"))
-                                    .and_then(Value::as_str)
-                                    .map(str::to_string),
-                                data: src
-                                    .and_then(|s| s.get("data"))
-                                    .and_then(Value::as_str)
-                                    .map(str::to_string),
-                                extra: Extra::new(),
-                            }))
-                        }
-                        Some("tool_use") => calls.push(self.tool_call(b)),
-                        Some("tool_result") => {}
-                        _ => {
-                            if let Value::Object(map) = b {
-                                content.push(ContentBlock::Unknown(map.clone()));
-                            }
-                        }
-                    }
-                }
-            }
-            _ => {}
-        }
+        let (content, calls, _) = super::anthropic_content(r.content(), |b| self.tool_call(b));
         (content, calls)
     }
 
@@ -479,25 +360,19 @@ impl Mapper<'_> {
         if let Some((_, _, Some(tur), _)) = result {
             extra.insert("toolUseResult".into(), tur.clone());
         }
-        ToolCall {
-            tool_call_id: id,
-            name: b
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or("tool")
-                .to_string(),
-            title: None,
-            status: match result {
-                Some((_, true, _, _)) => ToolStatus::Failed,
-                Some(_) => ToolStatus::Completed,
-                None => ToolStatus::Pending,
-            },
-            input: b.get("input").map(|i| i.to_string()),
-            output: result.map(|(text, _, _, _)| text.clone()),
-            duration: None,
-            diff: None,
+        let name = b
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("tool")
+            .to_string();
+        let input = b.get("input").map(|i| i.to_string());
+        super::tool_call(
+            id,
+            name,
+            input,
+            result.map(|(t, f, _, _)| (t.as_str(), *f)),
             extra,
-        }
+        )
     }
 }
 

@@ -24,11 +24,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::claude::{defer_pending_tail, is_live};
 use super::{ImportedThread, Summary};
-use crate::atsf::{
-    self, ContentBlock, Context, Extra, ImageBlock, Message, Role, ToolCall, ToolStatus,
-};
+use super::{defer_pending_tail, first_prompt, is_live};
+use crate::atsf::{self, ContentBlock, Context, Extra, ImageBlock, Message, Role};
 use crate::error::{IoContext, Result};
 
 /// Rollout files under `path` (itself if a file), recursively, sorted.
@@ -229,22 +227,9 @@ pub fn import_file(path: &Path, summary: &mut Summary) -> Result<Option<Imported
                         "custom_tool_call" => s(p, "input"),
                         _ => p.get("action").map(Value::to_string),
                     };
-                    let result = outputs.get(&call_id);
-                    let call = ToolCall {
-                        name: s(p, "name").unwrap_or_else(|| "shell".into()),
-                        title: None,
-                        status: match result {
-                            Some((_, true)) => ToolStatus::Failed,
-                            Some(_) => ToolStatus::Completed,
-                            None => ToolStatus::Pending,
-                        },
-                        input,
-                        output: result.map(|(t, _)| t.clone()),
-                        duration: None,
-                        diff: None,
-                        extra: Extra::new(),
-                        tool_call_id: call_id,
-                    };
+                    let result = outputs.get(&call_id).map(|(t, f)| (t.as_str(), *f));
+                    let name = s(p, "name").unwrap_or_else(|| "shell".into());
+                    let call = super::tool_call(call_id, name, input, result, Extra::new());
                     let mut m = new(Role::Agent, Vec::new());
                     m.tool_calls = Some(vec![call]);
                     m.model = model.clone();
@@ -285,16 +270,7 @@ pub fn import_file(path: &Path, summary: &mut Summary) -> Result<Option<Imported
         }
     }
     defer_pending_tail(&mut messages, is_live(path), summary);
-    meta.title = messages
-        .iter()
-        .filter(|m| m.role == Role::User)
-        .flat_map(|m| &m.content)
-        .find_map(|b| match b {
-            ContentBlock::Text { text, .. } if !text.trim().is_empty() => {
-                Some(crate::threads::title_from_prompt(text))
-            }
-            _ => None,
-        })
+    meta.title = first_prompt(&messages)
         .unwrap_or_else(|| format!("Codex session {}", &session[..session.len().min(8)]));
     let mut codex = meta_payload.clone();
     if let Some(tc) = turn_context {

@@ -119,6 +119,33 @@ fn import_feature(feature: &Path, summary: &mut Summary) -> Result<Vec<ImportedT
     Ok(out)
 }
 
+/// The objects of a JSON array; any other element is counted as skipped,
+/// naming the file and its position.
+fn objects<'a>(
+    array: Option<&'a Value>,
+    kind: &str,
+    word: &str,
+    file: &Path,
+    summary: &mut Summary,
+) -> Vec<&'a Map<String, Value>> {
+    let mut out = Vec::new();
+    for (i, v) in array
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        match v.as_object() {
+            Some(o) => out.push(o),
+            None => summary.skip(
+                kind,
+                format!("{}: {word} {i} is not an object", file.display()),
+            ),
+        }
+    }
+    out
+}
+
 fn text_of(v: Option<&Value>) -> String {
     match v {
         Some(Value::String(s)) => s.clone(),
@@ -276,20 +303,13 @@ fn import_session(
     if chat_file.is_file()
         && let Some(chat) = read_object(&chat_file, "chat.json", summary)?
     {
-        for (i, entry) in chat
-            .get("messages")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            let Some(e) = entry.as_object() else {
-                summary.skip(
-                    "chat message",
-                    format!("{}: message {i} is not an object", chat_file.display()),
-                );
-                continue;
-            };
+        for e in objects(
+            chat.get("messages"),
+            "chat message",
+            "message",
+            &chat_file,
+            summary,
+        ) {
             let role_name = e.get("role").and_then(Value::as_str).unwrap_or("");
             let role = match role_name {
                 "user" => Role::User,
@@ -357,20 +377,13 @@ fn import_legacy_chat(
         "chat.json",
     );
     let mut messages = Vec::new();
-    for (i, entry) in chat
-        .get("entries")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        let Some(e) = entry.as_object() else {
-            summary.skip(
-                "legacy chat entry",
-                format!("{}: entry {i} is not an object", file.display()),
-            );
-            continue;
-        };
+    for e in objects(
+        chat.get("entries"),
+        "legacy chat entry",
+        "entry",
+        file,
+        summary,
+    ) {
         // entries[].type → role, .text → content, .timestamp kept (ISO).
         let kind = e.get("type").and_then(Value::as_str).unwrap_or("");
         let role = match kind {
@@ -423,20 +436,13 @@ fn import_legacy_node(
         &task,
     );
     let mut messages = Vec::new();
-    for (i, entry) in session
-        .get("messages")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        let Some(e) = entry.as_object() else {
-            summary.skip(
-                "legacy node message",
-                format!("{}: message {i} is not an object", file.display()),
-            );
-            continue;
-        };
+    for e in objects(
+        session.get("messages"),
+        "legacy node message",
+        "message",
+        file,
+        summary,
+    ) {
         // direction outgoing → assistant (agent), incoming → user; Unix ms → ISO.
         let direction = e.get("direction").and_then(Value::as_str).unwrap_or("");
         let role = match direction {

@@ -14,13 +14,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::claude::{defer_pending_tail, first_prompt, is_live};
 use super::tree::{Record, Shape, read_records, shape};
 use super::{ImportedThread, Summary};
-use crate::atsf::{
-    self, Agent, ContentBlock, Context, Extra, Message, RelationKind, RelationRole, Relationship,
-    Role, Tokens, ToolCall, ToolStatus,
-};
+use super::{defer_pending_tail, first_prompt, is_live};
+use crate::atsf::{self, Agent, ContentBlock, Context, Extra, Message, Role, Tokens, ToolCall};
 use crate::error::{Error, IoContext, Result};
 
 /// Session directories under `path`: a `.sage` directory, its `sessions/`,
@@ -103,14 +100,11 @@ pub fn import_session(dir: &Path, summary: &mut Summary) -> Result<Vec<ImportedT
     let main_id = format!("sage-{session}");
     let results = tool_results(&records);
     let Shape {
-        main_set,
-        claimed,
+        main_records,
         forks,
         sidechains,
+        ..
     } = shape(&records, false);
-    let main_records: Vec<usize> = (0..records.len())
-        .filter(|i| main_set.contains(i) || !claimed.contains(i))
-        .collect();
     let live = is_live(&log);
     let mut mapper = Mapper {
         records: &records,
@@ -139,15 +133,6 @@ pub fn import_session(dir: &Path, summary: &mut Summary) -> Result<Vec<ImportedT
         let (messages, _) = mapper.map(&chain);
         let id = format!("{main_id}-fork-{}", records[leaf].uuid().unwrap_or("leaf"));
         let at = index_of.get(&split).copied();
-        let rel = |thread_id: &str, role| Relationship {
-            thread_id: thread_id.to_string(),
-            kind: RelationKind::Fork,
-            role,
-            message_index: at,
-            created_at: records[leaf].timestamp(),
-            comment: None,
-            extra: Extra::new(),
-        };
         let mut meta = meta_for(
             &id,
             &atsf::fork_title(&title),
@@ -156,13 +141,7 @@ pub fn import_session(dir: &Path, summary: &mut Summary) -> Result<Vec<ImportedT
             &log,
             &session,
         );
-        meta.origin_thread_id = Some(main_id.clone());
-        meta.fork_point_index = at;
-        meta.relationships = Some(vec![rel(&main_id, RelationRole::Child)]);
-        main.meta
-            .relationships
-            .get_or_insert_with(Vec::new)
-            .push(rel(&id, RelationRole::Parent));
+        super::tree::link_fork(&mut main.meta, &mut meta, at, records[leaf].timestamp());
         out.push(ImportedThread { meta, messages });
     }
     for (root, members) in sidechains {
@@ -366,26 +345,14 @@ impl Mapper<'_> {
                     .and_then(Value::as_str)
                     .unwrap_or("")
                     .to_string();
-                let result = self.results.get(&id);
-                ToolCall {
-                    name: c
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .unwrap_or("tool")
-                        .into(),
-                    title: None,
-                    status: match result {
-                        Some((_, true)) => ToolStatus::Failed,
-                        Some(_) => ToolStatus::Completed,
-                        None => ToolStatus::Pending,
-                    },
-                    input: c.get("arguments").map(Value::to_string),
-                    output: result.map(|(t, _)| t.clone()),
-                    duration: None,
-                    diff: None,
-                    extra: Extra::new(),
-                    tool_call_id: id,
-                }
+                let result = self.results.get(&id).map(|(t, f)| (t.as_str(), *f));
+                let name = c
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("tool")
+                    .into();
+                let input = c.get("arguments").map(Value::to_string);
+                super::tool_call(id, name, input, result, Extra::new())
             })
             .collect();
         let mut m = Message::new(role, content);

@@ -117,10 +117,9 @@ fn hex16(bytes: &[u8]) -> String {
 
 /// How a transcript's records divide into threads.
 pub(super) struct Shape {
-    /// The conversation's chain (to the newest leaf).
-    pub main_set: HashSet<usize>,
-    /// Records that went to a fork or a sidechain.
-    pub claimed: HashSet<usize>,
+    /// The conversation's records: its chain and every record no other
+    /// thread took, in file order.
+    pub main_records: Vec<usize>,
     /// (leaf, records from the root, the record where it left the conversation).
     pub forks: Vec<(usize, Vec<usize>, usize)>,
     /// (root uuid, records in file order).
@@ -244,10 +243,38 @@ pub(super) fn shape(records: &[Record], agent_file: bool) -> Shape {
         }
     }
 
+    let main_records = (0..records.len())
+        .filter(|i| main_set.contains(i) || !claimed.contains(i))
+        .collect();
     Shape {
-        main_set,
-        claimed,
+        main_records,
         forks,
         sidechains,
     }
+}
+
+/// Makes `fork` a fork of `main` at message `at`: `originThreadID`,
+/// `forkPointIndex`, and the relationship on both threads, as `grove fork`
+/// writes them.
+pub(super) fn link_fork(
+    main: &mut atsf::ThreadMeta,
+    fork: &mut atsf::ThreadMeta,
+    at: Option<u64>,
+    created_at: Option<String>,
+) {
+    let rel = |thread_id: &str, role| atsf::Relationship {
+        thread_id: thread_id.to_string(),
+        kind: atsf::RelationKind::Fork,
+        role,
+        message_index: at,
+        created_at: created_at.clone(),
+        comment: None,
+        extra: atsf::Extra::new(),
+    };
+    fork.origin_thread_id = Some(main.thread_id.clone());
+    fork.fork_point_index = at;
+    fork.relationships = Some(vec![rel(&main.thread_id, atsf::RelationRole::Child)]);
+    main.relationships
+        .get_or_insert_with(Vec::new)
+        .push(rel(&fork.thread_id, atsf::RelationRole::Parent));
 }

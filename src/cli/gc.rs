@@ -133,7 +133,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         };
         out.line(&format!(
             "{}  {}  [{}]  {}  {}",
-            &c.thread_id.chars().take(8).collect::<String>(),
+            super::output::short_id(&c.thread_id),
             c.worktree_path.as_deref().unwrap_or("-"),
             c.reasons.join(", "),
             action,

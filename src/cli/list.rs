@@ -126,7 +126,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     } else {
         let s = out.style();
         for f in &threads {
-            let id: String = f.meta.thread_id.chars().take(8).collect();
+            let id = super::output::short_id(&f.meta.thread_id);
             let status = match f.status.as_str() {
                 st @ ("dirty" | "missing") => s.yellow(&format!("{st:<7}")),
                 st @ "merged" => s.green(&format!("{st:<7}")),

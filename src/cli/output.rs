@@ -124,3 +124,14 @@ pub fn human_time(ts: &str) -> String {
         Err(_) => ts.to_string(),
     }
 }
+
+/// How a thread id is shown in tables: the first 8 characters of a UUID
+/// (enough to type as a prefix), any other id whole — `claude-5c03…` cut to
+/// 8 characters would name nothing.
+pub fn short_id(id: &str) -> &str {
+    if uuid::Uuid::parse_str(id).is_ok() {
+        &id[..8]
+    } else {
+        id
+    }
+}

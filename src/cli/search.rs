@@ -108,11 +108,11 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
                     }),
                 )?;
             } else {
-                let id: String = f.meta.thread_id.chars().take(8).collect();
+                let id = super::output::short_id(&f.meta.thread_id);
                 writeln!(
                     w,
                     "{}  #{:<4} {:<6} {}  {}",
-                    style.yellow(&id),
+                    style.yellow(id),
                     hit.index,
                     hit.role.as_str(),
                     style.dim(&human_time(&hit.timestamp)),

@@ -183,7 +183,7 @@ fn write_extensions(
     graph: Option<&Graph>,
 ) -> std::io::Result<()> {
     let name = |id: &str| -> String {
-        let short: String = id.chars().take(8).collect();
+        let short = super::output::short_id(id);
         match graph.and_then(|g| g.node(id)) {
             Some(n) if n.exists => format!("{short} \"{}\"", n.title.as_deref().unwrap_or("")),
             _ => format!("{short} {}", s.dim("(deleted)")),

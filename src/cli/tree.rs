@@ -103,19 +103,19 @@ fn write_node<'g>(
 }
 
 fn describe(s: Style, id: &str, node: Option<&Node>, marked: bool) -> String {
-    let short: String = id.chars().take(8).collect();
+    let short = super::output::short_id(id);
     let text = match node {
         Some(n) if n.exists => {
             let status = n.status.map(|st| st.as_str()).unwrap_or("");
             let archived = if n.archived { ", archived" } else { "" };
             format!(
                 "{}  {}  {}",
-                s.yellow(&short),
+                s.yellow(short),
                 n.title.as_deref().unwrap_or(""),
                 s.dim(&format!("[{status}{archived}]"))
             )
         }
-        _ => format!("{}  {}", s.yellow(&short), s.dim("(deleted)")),
+        _ => format!("{}  {}", s.yellow(short), s.dim("(deleted)")),
     };
     if marked {
         format!("{} {text}", s.bold("*"))

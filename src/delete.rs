@@ -43,7 +43,8 @@ pub fn plan(project: &Project, target: &Found, cascade: bool) -> Result<Plan> {
         project,
         discovery::Options {
             all_repos: true,
-            statuses: true,
+            // rm's checks below look at the worktrees themselves.
+            statuses: false,
         },
     )?
     .threads;
@@ -153,14 +154,9 @@ pub fn execute(plan: &Plan, force: bool) -> Result<Deleted> {
     let mut deleted = Deleted::default();
     // Subagents first, the thread asked for last.
     for t in plan.targets.iter().rev() {
-        let owns_worktree = t
-            .worktree
-            .as_ref()
-            .is_some_and(|w| plan.worktrees.contains(w))
-            && !deleted
-                .worktrees
-                .contains(t.worktree.as_ref().unwrap_or(&PathBuf::new()));
-        if owns_worktree && own_worktree(t).is_some() {
+        let remove_worktree = own_worktree(t)
+            .is_some_and(|w| plan.worktrees.contains(&w) && !deleted.worktrees.contains(&w));
+        if remove_worktree {
             let repo = Repo::new(&t.repo_root)?;
             let removed = worktree::remove(
                 &repo,

@@ -262,12 +262,11 @@ fn prepare_from(
     spec: &ChildSpec,
 ) -> Result<Prepared> {
     let mut meta = template;
-    if meta.title.is_empty() || spec.title.is_none() {
-        meta.title = spec
-            .title
-            .clone()
-            .unwrap_or_else(|| default_title(&spec.derivation, &snap.meta.title));
-    }
+    // From this snapshot: the parent may have been renamed since `derive` began.
+    meta.title = spec
+        .title
+        .clone()
+        .unwrap_or_else(|| default_title(&spec.derivation, &snap.meta.title));
     meta.agent = snap.meta.agent.clone();
     let tags = snap.meta.tags();
     if !tags.is_empty() {
@@ -344,11 +343,10 @@ struct Copied {
 /// (or `grove repair`) recounts the fork's stats.
 fn copy_messages(parent: &Thread, snap: &Snapshot, at: Option<u64>, to: &Path) -> Result<Copied> {
     let from = parent.messages_path();
-    if at.is_none() && snap.stats_exact {
-        // Fast path: every line a valid message (the count of newlines equals
-        // the exact stats), so the bytes are copied by the kernel unparsed.
-        let newlines = count_newlines(&from, snap.messages_len)?;
-        if newlines == snap.meta.stats.message_count {
+    if at.is_none() {
+        // Fast path: every line a valid message, so the bytes are copied by
+        // the kernel unparsed.
+        if let Some(newlines) = all_lines_valid(&from, snap)? {
             let mut src = File::open(&from).ctx("opening", &from)?;
             let mut dst = File::create(to).ctx("creating", to)?;
             let bytes = std::io::copy(&mut (&mut src).take(snap.messages_len), &mut dst)
@@ -409,11 +407,8 @@ fn copy_messages(parent: &Thread, snap: &Snapshot, at: Option<u64>, to: &Path) -
 /// Message indices in the snapshot (non-blank lines).
 fn count_lines(parent: &Thread, snap: &Snapshot) -> Result<u64> {
     let from = parent.messages_path();
-    if snap.stats_exact {
-        let newlines = count_newlines(&from, snap.messages_len)?;
-        if newlines == snap.meta.stats.message_count {
-            return Ok(newlines);
-        }
+    if let Some(lines) = all_lines_valid(&from, snap)? {
+        return Ok(lines);
     }
     let src = File::open(&from).ctx("opening", &from)?;
     let reader = BufReader::with_capacity(256 * 1024, src.take(snap.messages_len));
@@ -428,6 +423,17 @@ fn count_lines(parent: &Thread, snap: &Snapshot) -> Result<u64> {
         }
     }
     Ok(count)
+}
+
+/// The number of lines when every line of the snapshot is a valid message:
+/// the stats are exact for these bytes and count as many messages as there
+/// are newlines. `None` when that cannot be known without parsing.
+fn all_lines_valid(path: &Path, snap: &Snapshot) -> Result<Option<u64>> {
+    if !snap.stats_exact {
+        return Ok(None);
+    }
+    let newlines = count_newlines(path, snap.messages_len)?;
+    Ok((newlines == snap.meta.stats.message_count).then_some(newlines))
 }
 
 fn count_newlines(path: &Path, len: u64) -> Result<u64> {

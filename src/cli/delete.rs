@@ -1,6 +1,6 @@
 //! `grove delete`
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::Path;
 
 use grove::project::Project;
@@ -39,7 +39,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let project = Project::discover(cwd)?;
     let target = discovery::resolve(&project, &args.thread)?;
     let plan = delete::plan(&project, &target, args.cascade)?;
-    if !args.yes && !confirm(&plan)? {
+    if !args.yes && !confirm(&plan) {
         if !std::io::stdin().is_terminal() {
             return Err(super::UsageError(format!(
                 "refusing to delete thread {} without confirmation: pass --yes",
@@ -76,28 +76,18 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
 }
 
 /// Asks on a terminal; false (without asking) elsewhere.
-fn confirm(plan: &delete::Plan) -> anyhow::Result<bool> {
-    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
-        return Ok(false);
-    }
-    let mut err = std::io::stderr().lock();
-    writeln!(err, "This deletes, with their conversations:")?;
-    for t in &plan.targets {
-        writeln!(
-            err,
+fn confirm(plan: &delete::Plan) -> bool {
+    let mut lines = vec!["This deletes, with their conversations:".to_string()];
+    lines.extend(plan.targets.iter().map(|t| {
+        format!(
             "  {}  {} ({} messages)",
             t.meta.thread_id, t.meta.title, t.meta.stats.message_count
-        )?;
-    }
-    for wt in &plan.worktrees {
-        writeln!(err, "  worktree {}", wt.display())?;
-    }
-    write!(err, "Delete? [y/N] ")?;
-    err.flush()?;
-    let mut answer = String::new();
-    std::io::stdin().lock().read_line(&mut answer)?;
-    Ok(matches!(
-        answer.trim().to_ascii_lowercase().as_str(),
-        "y" | "yes"
-    ))
+        )
+    }));
+    lines.extend(
+        plan.worktrees
+            .iter()
+            .map(|w| format!("  worktree {}", w.display())),
+    );
+    super::output::confirm(&lines, "Delete?")
 }

@@ -1,6 +1,6 @@
 //! `grove fork`
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use grove::discovery;
 use grove::fork::{self, ChildSpec, Derivation, DeriveOptions, Derived};
@@ -39,25 +39,8 @@ pub struct ChildArgs {
     #[arg(long)]
     no_worktree: bool,
 
-    /// Branch for the new worktree (default: <prefix><short id>).
-    #[arg(long, value_name = "NAME")]
-    branch: Option<String>,
-
-    /// Where to create the worktree.
-    #[arg(long, value_name = "PATH")]
-    dir: Option<PathBuf>,
-
-    /// Do not apply worktreeHooks.
-    #[arg(long)]
-    no_hooks: bool,
-
-    /// Trust this repository's postSetupCommands without asking.
-    #[arg(long)]
-    trust: bool,
-
-    /// Exit with code 3 when a hook failed or timed out (the worktree is kept).
-    #[arg(long)]
-    strict: bool,
+    #[command(flatten)]
+    task: super::new::TaskArgs,
 
     /// Print the result as a JSON object.
     #[arg(long)]
@@ -69,10 +52,10 @@ impl ChildArgs {
         DeriveOptions {
             worktree: !self.no_worktree,
             carry,
-            hooks: !self.no_hooks,
-            trust: self.trust,
-            branch: self.branch.clone(),
-            dir: self.dir.clone(),
+            hooks: !self.task.no_hooks,
+            trust: self.task.trust,
+            branch: self.task.branch.clone(),
+            dir: self.task.dir.clone(),
         }
     }
 }
@@ -147,7 +130,7 @@ fn report(derived: &Derived, parent: &str, child: &ChildArgs, out: &Output) -> a
 }
 
 fn finish(failed: usize, child: &ChildArgs) -> anyhow::Result<u8> {
-    if child.strict && failed > 0 {
+    if child.task.strict && failed > 0 {
         return Ok(super::exit::HOOK_FAILED);
     }
     Ok(super::exit::SUCCESS)

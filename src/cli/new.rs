@@ -1,6 +1,6 @@
 //! `grove new`
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use grove::atsf::PostSetupCommand;
@@ -27,17 +27,9 @@ pub struct Args {
     #[arg(long, value_name = "ID")]
     agent: Option<String>,
 
-    /// Branch to create (or an existing branch not checked out elsewhere). Default: <prefix><short id>.
-    #[arg(long, value_name = "NAME")]
-    branch: Option<String>,
-
     /// Revision the new branch starts from (default: HEAD).
     #[arg(long, value_name = "REV")]
     base: Option<String>,
-
-    /// Where to create the worktree (default: <data dir>/worktrees/<repo>/thread-<id8>).
-    #[arg(long, value_name = "PATH")]
-    dir: Option<PathBuf>,
 
     /// Create the thread in the project's own .agent/ instead of a new worktree.
     #[arg(long, conflicts_with = "carry")]
@@ -49,25 +41,40 @@ pub struct Args {
     #[arg(long)]
     carry: bool,
 
-    /// Do not apply worktreeHooks (symlinks, commands, initial prompt).
-    #[arg(long)]
-    no_hooks: bool,
-
-    /// Trust this repository's postSetupCommands as they are now, without asking.
-    #[arg(long)]
-    trust: bool,
-
-    /// Exit with code 3 when a hook failed or timed out (the worktree is kept).
-    #[arg(long)]
-    strict: bool,
-
     /// Run CMD in the new worktree afterwards (through the shell), with GROVE_PROMPT set.
     #[arg(long, value_name = "CMD")]
     exec: Option<String>,
 
+    #[command(flatten)]
+    task: TaskArgs,
+
     /// Print the result as a JSON object.
     #[arg(long)]
     json: bool,
+}
+
+/// How a new task's worktree is made (`new`, `fork`, `handoff`).
+#[derive(clap::Args)]
+pub struct TaskArgs {
+    /// Branch to create (or an existing branch not checked out elsewhere). Default: <prefix><short id>.
+    #[arg(long, value_name = "NAME")]
+    pub branch: Option<String>,
+
+    /// Where to create the worktree (default: <data dir>/worktrees/<repo>/thread-<id8>).
+    #[arg(long, value_name = "PATH")]
+    pub dir: Option<PathBuf>,
+
+    /// Do not apply worktreeHooks (symlinks, commands, initial prompt).
+    #[arg(long)]
+    pub no_hooks: bool,
+
+    /// Trust this repository's postSetupCommands as they are now, without asking.
+    #[arg(long)]
+    pub trust: bool,
+
+    /// Exit with code 3 when a hook failed or timed out (the worktree is kept).
+    #[arg(long)]
+    pub strict: bool,
 }
 
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
@@ -94,11 +101,11 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         title,
         agent,
         prompt: args.prompt.clone(),
-        branch: args.branch,
+        branch: args.task.branch,
         base: args.base,
-        dir: args.dir,
-        hooks: !args.no_hooks,
-        trust: args.trust,
+        dir: args.task.dir,
+        hooks: !args.task.no_hooks,
+        trust: args.task.trust,
         carry_from: args.carry.then(|| project.root.clone()),
     };
     let reporter = Reporter::new(false);
@@ -125,7 +132,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
             return Ok(u8::try_from(status).unwrap_or(super::exit::ERROR));
         }
     }
-    if args.strict && failed > 0 {
+    if args.task.strict && failed > 0 {
         return Ok(super::exit::HOOK_FAILED);
     }
     Ok(super::exit::SUCCESS)
@@ -192,24 +199,10 @@ fn new_local(
 
 /// Asks on a terminal whether the repository's commands may run.
 pub(super) fn ask_trust(commands: &[PostSetupCommand]) -> bool {
-    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
-        return false;
-    }
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(
-        err,
-        "This repository's .agent/config.json wants to run in the new worktree:"
-    );
-    for c in commands {
-        let _ = writeln!(err, "  $ {}", c.command);
-    }
-    let _ = write!(err, "Trust these commands for this repository? [y/N] ");
-    let _ = err.flush();
-    let mut answer = String::new();
-    if std::io::stdin().lock().read_line(&mut answer).is_err() {
-        return false;
-    }
-    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+    let mut lines =
+        vec!["This repository's .agent/config.json wants to run in the new worktree:".to_string()];
+    lines.extend(commands.iter().map(|c| format!("  $ {}", c.command)));
+    super::output::confirm(&lines, "Trust these commands for this repository?")
 }
 
 /// Runs `--exec CMD` in the worktree through the shell; returns its exit code.

@@ -135,3 +135,24 @@ pub fn short_id(id: &str) -> &str {
         id
     }
 }
+
+/// Asks a yes/no question on the terminal: `lines` first, then `question
+/// [y/N]`. False without asking when stdin or stderr is not a terminal, and
+/// on anything but y/yes.
+pub fn confirm(lines: &[String], question: &str) -> bool {
+    use std::io::BufRead;
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return false;
+    }
+    let mut err = std::io::stderr().lock();
+    for l in lines {
+        let _ = writeln!(err, "{l}");
+    }
+    let _ = write!(err, "{question} [y/N] ");
+    let _ = err.flush();
+    let mut answer = String::new();
+    if std::io::stdin().lock().read_line(&mut answer).is_err() {
+        return false;
+    }
+    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}

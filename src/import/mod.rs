@@ -194,9 +194,21 @@ fn create(store: &Store, imported: ImportedThread) -> Result<ThreadOutcome> {
 }
 
 fn append_new(thread: &Thread, imported: ImportedThread) -> Result<ThreadOutcome> {
+    // Only the ids: an agent hook imports after every turn, and a full parse
+    // of a long thread each time would be wasted.
+    #[derive(serde::Deserialize)]
+    struct Id {
+        id: String,
+    }
+    let path = thread.messages_path();
     let mut have = HashSet::new();
-    for m in thread.messages()?.flatten() {
-        have.insert(m.id);
+    if let Ok(file) = std::fs::File::open(&path) {
+        use std::io::BufRead;
+        for line in std::io::BufReader::with_capacity(256 * 1024, file).split(b'\n') {
+            if let Ok(m) = serde_json::from_slice::<Id>(&line.ctx("reading", &path)?) {
+                have.insert(m.id);
+            }
+        }
     }
     let mut added = 0;
     let fresh: Vec<Message> = imported

@@ -2,13 +2,18 @@
 //!
 //! A worktree's thread lives inside the worktree, so removing the worktree
 //! would remove the conversation (ATSF: implementations SHOULD keep a cache).
-//! grove keeps, per worktree thread, a copy of `thread.json`, a *hard link*
-//! to `messages.jsonl` and to each asset, and a `cache.json` record. The hard
-//! link shares the log's data: every append is in the cache at once, and a
-//! `rm -rf` of the worktree leaves the conversation intact — without grove
-//! ever copying or even opening the log while listing. Where a hard link is
-//! impossible (another filesystem), the log is copied when the worktree is
-//! removed through grove.
+//! grove keeps, for every thread of a linked worktree, a copy of
+//! `thread.json`, a *hard link* to `messages.jsonl` and to every other file
+//! of the thread (assets, torn-tail side files, hook logs), and a
+//! `cache.json` record. The hard link shares the log's data: every append is
+//! in the cache at once, and a `rm -rf` of the worktree leaves the
+//! conversation intact — without grove ever copying or even opening the log
+//! while listing. Where a hard link is impossible (another filesystem), the
+//! log is copied when the worktree is removed through grove.
+//!
+//! The cache's log only grows: it is replaced only by a file that extends it
+//! byte for byte. Every change to a repository's cache is made under that
+//! repository's cache lock.
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::atsf::{self, ThreadMeta};
 use crate::error::{Error, IoContext, Result};
+use crate::fsutil::{self, FileLock};
 use crate::store::Thread;
 
 /// Where the cached worktree stands.
@@ -49,7 +55,9 @@ pub struct CachedThread {
     pub record: CacheRecord,
 }
 
-const RECORD: &str = "cache.json";
+/// The cache's own record in each entry. A thread's own file of that name
+/// is not cached (it would take the record's place).
+pub(crate) const RECORD: &str = "cache.json";
 
 /// `<cache>/<repo key>` for the repository at `main_root`.
 pub fn repo_dir(main_root: &Path) -> Result<PathBuf> {
@@ -62,6 +70,21 @@ pub fn thread_dir(main_root: &Path, id: &str) -> Result<PathBuf> {
     Ok(repo_dir(main_root)?.join(id))
 }
 
+/// The cached copy of thread `id` of the repository at `main_root`, when the
+/// cache holds one.
+pub fn cached_copy(main_root: &Path, id: &str) -> Option<PathBuf> {
+    let dir = thread_dir(main_root, id).ok()?;
+    std::fs::symlink_metadata(dir.join(atsf::THREAD_FILE))
+        .is_ok()
+        .then_some(dir)
+}
+
+/// Takes the repository's cache lock: every read-modify-write of its cache
+/// (records, logs, thread.json copies) holds it.
+pub fn lock(main_root: &Path) -> Result<FileLock> {
+    FileLock::acquire(&fsutil::lock_path_for(&repo_dir(main_root)?))
+}
+
 /// Saves `thread` into the cache. `copy_log` copies `messages.jsonl` when it
 /// cannot be hard-linked (done on removal; listing never copies the log).
 pub fn save(
@@ -70,49 +93,158 @@ pub fn save(
     record: &CacheRecord,
     copy_log: bool,
 ) -> Result<PathBuf> {
+    let _lock = lock(main_root)?;
+    save_locked(main_root, thread, record, copy_log)
+}
+
+fn save_locked(
+    main_root: &Path,
+    thread: &Thread,
+    record: &CacheRecord,
+    copy_log: bool,
+) -> Result<PathBuf> {
+    thread.guard()?;
     let dir = thread_dir(main_root, thread.id())?;
-    std::fs::create_dir_all(&dir).ctx("creating", &dir)?;
-    let meta_bytes = std::fs::read(thread.meta_path()).ctx("reading", &thread.meta_path())?;
-    crate::fsutil::write_atomic(&dir.join(atsf::THREAD_FILE), &meta_bytes)?;
-    crate::fsutil::link_or_copy(
-        &thread.messages_path(),
-        &dir.join(atsf::MESSAGES_FILE),
-        copy_log,
-    )?;
-    let assets = thread.assets_dir();
-    if let Ok(entries) = std::fs::read_dir(&assets) {
-        let cached_assets = dir.join(atsf::ASSETS_DIR);
-        std::fs::create_dir_all(&cached_assets).ctx("creating", &cached_assets)?;
-        for entry in entries {
-            let entry = entry.ctx("listing", &assets)?;
-            let to = cached_assets.join(entry.file_name());
-            if !to.exists() {
-                // Assets are content-addressed and never change: link or copy once.
-                crate::fsutil::link_or_copy(&entry.path(), &to, true)?;
-            }
-        }
-    }
+    let repo = repo_dir(main_root)?;
+    std::fs::create_dir_all(&repo).ctx("creating", &repo)?;
+    fsutil::real_dir(&repo, &dir)?;
+    save_log(thread, &dir, copy_log)?;
+    let meta_bytes = fsutil::read(&thread.meta_path())?;
+    fsutil::write_atomic(&dir.join(atsf::THREAD_FILE), &meta_bytes)?;
+    link_files(thread.dir(), &dir)?;
     write_record(&dir, record)?;
     Ok(dir)
 }
 
+/// Links the thread's log into the cache entry `dir` — only when it extends
+/// what the cache holds, byte for byte.
+fn save_log(thread: &Thread, dir: &Path, copy: bool) -> Result<()> {
+    let from = thread.messages_path();
+    let to = dir.join(atsf::MESSAGES_FILE);
+    if fsutil::same_file(&from, &to) || std::fs::symlink_metadata(&from).is_err() {
+        return Ok(());
+    }
+    if std::fs::symlink_metadata(&to).is_ok() && !extends(&from, &to)? {
+        return Err(Error::Refused(format!(
+            "{} does not continue grove's cached copy {} byte for byte, so the cache keeps its \
+             copy; `grove repair {}` restores the thread's log from it",
+            from.display(),
+            to.display(),
+            thread.id()
+        )));
+    }
+    fsutil::link_or_copy(&from, &to, copy)
+}
+
+/// Whether `longer` starts with every byte of `shorter`.
+fn extends(longer: &Path, shorter: &Path) -> Result<bool> {
+    use std::io::Read;
+    let mut a = fsutil::open_read(longer)?;
+    let mut b = fsutil::open_read(shorter)?;
+    let len_a = a.metadata().ctx("reading metadata of", longer)?.len();
+    let len_b = b.metadata().ctx("reading metadata of", shorter)?.len();
+    if len_a < len_b {
+        return Ok(false);
+    }
+    let mut buf_a = vec![0u8; 64 * 1024];
+    let mut buf_b = vec![0u8; 64 * 1024];
+    let mut left = len_b;
+    while left > 0 {
+        let n = left.min(buf_b.len() as u64) as usize;
+        a.read_exact(&mut buf_a[..n]).ctx("reading", longer)?;
+        b.read_exact(&mut buf_b[..n]).ctx("reading", shorter)?;
+        if buf_a[..n] != buf_b[..n] {
+            return Ok(false);
+        }
+        left -= n as u64;
+    }
+    Ok(true)
+}
+
+/// Links every other file of the thread directory (assets, side files,
+/// hook logs) into the cache entry once: they are content-addressed or
+/// written once, so a link made earlier stays right.
+fn link_files(from: &Path, to: &Path) -> Result<()> {
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let src = from.join(&rel);
+        let Ok(entries) = std::fs::read_dir(&src) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let top = rel.as_os_str().is_empty();
+            if top
+                && [atsf::THREAD_FILE, atsf::MESSAGES_FILE, RECORD]
+                    .iter()
+                    .any(|n| name == *n)
+            {
+                continue;
+            }
+            if name.to_string_lossy().starts_with(fsutil::TMP_PREFIX) {
+                continue;
+            }
+            let sub = rel.join(&name);
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => {
+                    fsutil::real_dir(to, &to.join(&sub))?;
+                    stack.push(sub);
+                }
+                Ok(t) if t.is_file() => {
+                    let dest = to.join(&sub);
+                    if !fsutil::same_file(&entry.path(), &dest) {
+                        fsutil::link_or_copy(&entry.path(), &dest, true)?;
+                    }
+                }
+                // A symbolic link inside a thread is never followed or kept.
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Puts a cached thread back into the worktree `store` it belongs to, after
+/// its directory went (`git clean -fdx`): built aside and renamed into
+/// place, the log hard-linked again (copied across filesystems).
+pub fn restore(cached: &CachedThread, store: &crate::store::Store) -> Result<Thread> {
+    let staged = store.stage_empty(cached.thread.id())?;
+    let bytes = fsutil::read(&cached.thread.meta_path())?;
+    fsutil::write_atomic(&staged.path().join(atsf::THREAD_FILE), &bytes)?;
+    fsutil::link_or_copy(
+        &cached.thread.messages_path(),
+        &staged.path().join(atsf::MESSAGES_FILE),
+        true,
+    )?;
+    link_files(cached.thread.dir(), staged.path())?;
+    staged.publish()
+}
+
 /// Brings the cache of a live thread up to date cheaply: `thread.json` is
 /// copied when it changed, the log's hard link is renewed if the log was
-/// replaced. Never opens `messages.jsonl`.
+/// replaced by one that extends it, new side files are linked. Never opens
+/// `messages.jsonl` while the link holds.
 pub fn refresh(main_root: &Path, thread: &Thread, record: &CacheRecord) -> Result<()> {
     let dir = thread_dir(main_root, thread.id())?;
+    if !needs_refresh(thread, &dir, record) {
+        return Ok(());
+    }
+    let _lock = lock(main_root)?;
+    save_locked(main_root, thread, record, false).map(drop)
+}
+
+fn needs_refresh(thread: &Thread, dir: &Path, record: &CacheRecord) -> bool {
     let cached_meta = dir.join(atsf::THREAD_FILE);
     let stale = match (
-        std::fs::metadata(thread.meta_path()),
-        std::fs::metadata(&cached_meta),
+        std::fs::symlink_metadata(thread.meta_path()),
+        std::fs::symlink_metadata(&cached_meta),
     ) {
         (Ok(src), Ok(dst)) => src.modified().ok() > dst.modified().ok() || src.len() != dst.len(),
         (Ok(_), Err(_)) => true,
         (Err(_), _) => false,
     };
-    let log_linked =
-        crate::fsutil::same_file(&thread.messages_path(), &dir.join(atsf::MESSAGES_FILE));
-    let moved = match read_record(&dir) {
+    let log_linked = fsutil::same_file(&thread.messages_path(), &dir.join(atsf::MESSAGES_FILE));
+    let moved = match read_record(dir) {
         Ok(r) => {
             (&r.repo_root, &r.worktree_path, &r.branch, r.state)
                 != (
@@ -124,49 +256,60 @@ pub fn refresh(main_root: &Path, thread: &Thread, record: &CacheRecord) -> Resul
         }
         Err(_) => true,
     };
-    if stale || !log_linked || moved {
-        save(main_root, thread, record, false)?;
-    }
-    Ok(())
+    // A new side file (a torn tail) comes with a rewrite of thread.json, so
+    // `stale` covers it: the save links every file.
+    stale || !log_linked || moved
 }
 
 fn write_record(dir: &Path, record: &CacheRecord) -> Result<()> {
-    crate::fsutil::write_atomic(&dir.join(RECORD), &atsf::to_pretty(record)?)
+    fsutil::write_atomic(&dir.join(RECORD), &atsf::to_pretty(record)?)
 }
 
 fn read_record(dir: &Path) -> Result<CacheRecord> {
     let path = dir.join(RECORD);
-    let bytes = std::fs::read(&path).ctx("reading", &path)?;
-    serde_json::from_slice(&bytes).map_err(|e| Error::parse(&path, e))
+    let bytes = fsutil::read(&path)?;
+    serde_json::from_slice(atsf::strip_bom(&bytes)).map_err(|e| Error::parse(&path, e))
 }
 
 /// Changes the state in a thread's `cache.json`.
 pub fn set_state(main_root: &Path, id: &str, state: CacheState) -> Result<()> {
-    let dir = thread_dir(main_root, id)?;
-    let mut record = read_record(&dir)?;
-    record.state = state;
-    write_record(&dir, &record)
+    let _lock = lock(main_root)?;
+    set_state_at(&thread_dir(main_root, id)?, state)
 }
 
-/// Deletes a thread's cache entry (`grove rm --purge`).
+/// Changes the state in the `cache.json` of the cache entry `dir` (the
+/// caller holds the cache lock or is alone).
+pub(crate) fn set_state_at(dir: &Path, state: CacheState) -> Result<()> {
+    let mut record = read_record(dir)?;
+    record.state = state;
+    write_record(dir, &record)
+}
+
+/// Deletes a thread's cache entry (`grove rm --purge`, `grove delete`): it
+/// is renamed aside first (recorded in the intent journal), so it is gone at
+/// once and a killed process leaves a trash directory `gc` removes.
 pub fn purge(main_root: &Path, id: &str) -> Result<()> {
     let dir = thread_dir(main_root, id)?;
-    match std::fs::remove_dir_all(&dir) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("removing", dir, e)),
-        _ => Ok(()),
-    }
+    let _lock = lock(main_root)?;
+    crate::trash::remove_dir(&dir, &repo_dir(main_root)?)
 }
 
-/// The cached threads of one repository (`Some(root)`) or of all (`None`).
-pub fn list(main_root: Option<&Path>) -> Result<Vec<CachedThread>> {
+/// The cached threads of one repository (`Some(root)`) or of all (`None`),
+/// and what could not be read (named by file).
+pub fn list(main_root: Option<&Path>) -> Result<(Vec<CachedThread>, Vec<Error>)> {
     let repo_dirs: Vec<PathBuf> = match main_root {
         Some(root) => vec![repo_dir(root)?],
         None => match std::fs::read_dir(crate::home::cache_root()?) {
-            Ok(entries) => entries.filter_map(|e| e.ok().map(|e| e.path())).collect(),
+            Ok(entries) => entries
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path())
+                .collect(),
             Err(_) => Vec::new(),
         },
     };
     let mut out = Vec::new();
+    let mut errors = Vec::new();
     for repo in repo_dirs {
         let Ok(entries) = std::fs::read_dir(&repo) else {
             continue;
@@ -175,20 +318,45 @@ pub fn list(main_root: Option<&Path>) -> Result<Vec<CachedThread>> {
             let Ok(id) = entry.file_name().into_string() else {
                 continue;
             };
-            if crate::store::validate_thread_id(&id).is_err() {
+            if crate::store::validate_thread_id(&id).is_err()
+                || !entry.file_type().is_ok_and(|t| t.is_dir())
+            {
                 continue;
             }
             let dir = entry.path();
             let thread = Thread::at(id, dir.clone());
-            let (Ok(meta), Ok(record)) = (thread.meta(), read_record(&dir)) else {
-                continue;
-            };
-            out.push(CachedThread {
-                thread,
-                meta,
-                record,
-            });
+            match (thread.meta(), read_record(&dir)) {
+                (Ok(meta), Ok(record)) => out.push(CachedThread {
+                    thread,
+                    meta,
+                    record,
+                }),
+                (Err(e), _) | (_, Err(e)) => errors.push(e),
+            }
         }
     }
-    Ok(out)
+    Ok((out, errors))
+}
+
+/// Removes the temp files a killed writer left in the cache of the
+/// repository at `main_root` (under the cache lock, so no write in progress
+/// is taken for one). Returns what was removed.
+pub fn remove_stale_temps(main_root: &Path) -> Result<Vec<PathBuf>> {
+    let repo = repo_dir(main_root)?;
+    if !repo.is_dir() {
+        return Ok(Vec::new());
+    }
+    let _lock = lock(main_root)?;
+    let mut removed = fsutil::remove_stale_temps(&repo)?;
+    if let Ok(entries) = std::fs::read_dir(&repo) {
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                removed.extend(fsutil::remove_stale_temps(&entry.path())?);
+                removed.extend(fsutil::remove_stale_temps(
+                    &entry.path().join(atsf::ASSETS_DIR),
+                )?);
+            }
+        }
+    }
+    Ok(removed)
 }

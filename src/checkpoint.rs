@@ -138,7 +138,12 @@ pub fn read_git_state(dir: &Path, meta: &ThreadMeta) -> Result<(GitState, Vec<St
         .split(|&b| b == 0)
         .filter(|p| !p.is_empty())
         .map(|p| String::from_utf8_lossy(p).into_owned())
-        .chain(changes.untracked.iter().cloned())
+        .chain(
+            changes
+                .untracked
+                .iter()
+                .map(|p| p.to_string_lossy().into_owned()),
+        )
         .collect();
     files.sort();
     files.dedup();

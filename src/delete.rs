@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::discovery::{self, Found, Status};
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
 use crate::project::Project;
 use crate::worktree::{self, RemoveOptions, Repo, exclude};
 
@@ -20,6 +20,9 @@ pub struct Plan {
     pub targets: Vec<Found>,
     /// Worktrees removed with their threads.
     pub worktrees: Vec<PathBuf>,
+    /// Other threads living in those worktrees, deleted with them (only
+    /// with `force`; named in the refusal otherwise).
+    pub dropped: Vec<String>,
     /// Threads that stay and lose relationship entries.
     pub relinked: Vec<Found>,
 }
@@ -78,19 +81,18 @@ pub fn plan(project: &Project, target: &Found, cascade: bool) -> Result<Plan> {
     );
     let gone: HashSet<&str> = ids.iter().map(String::as_str).collect();
     let mut worktrees = Vec::new();
+    let mut dropped = Vec::new();
     for t in &targets {
         if let Some(wt) = own_worktree(t)
             && !worktrees.contains(&wt)
         {
-            // A worktree that also holds threads not being deleted stays.
-            let shared = all.iter().any(|f| {
-                !gone.contains(f.meta.thread_id.as_str())
-                    && !f.from_cache
-                    && f.worktree.as_deref() == Some(wt.as_path())
-            });
-            if !shared {
-                worktrees.push(wt);
+            // Every thread directory there, readable or not, goes with it.
+            for other in crate::store::Store::for_project(&wt).thread_dir_names() {
+                if !gone.contains(other.as_str()) && !dropped.contains(&other) {
+                    dropped.push(other);
+                }
             }
+            worktrees.push(wt);
         }
     }
     let relinked = all
@@ -106,6 +108,7 @@ pub fn plan(project: &Project, target: &Found, cascade: bool) -> Result<Plan> {
     Ok(Plan {
         targets,
         worktrees,
+        dropped,
         relinked,
     })
 }
@@ -120,9 +123,98 @@ fn own_worktree(f: &Found) -> Option<PathBuf> {
 }
 
 /// Deletes what `plan` lists. `force` overrides `rm`'s checks for the
-/// worktrees (uncommitted or unpushed work, unmerged branch).
+/// worktrees (uncommitted or unpushed work, unmerged branch) and allows
+/// dropping the other threads of those worktrees.
 pub fn execute(plan: &Plan, force: bool) -> Result<Deleted> {
-    // Every check first: a cascade is not left half done by a refusal.
+    check(plan, force)?;
+    let ids: Vec<String> = plan
+        .targets
+        .iter()
+        .map(|t| t.thread.id().to_string())
+        .chain(plan.dropped.iter().cloned())
+        .collect();
+    let step = crate::intent::begin(crate::intent::Action::Delete {
+        ids: ids.clone(),
+        threads: plan
+            .targets
+            .iter()
+            .filter(|t| !t.from_cache)
+            .map(|t| t.thread.dir().to_path_buf())
+            .collect(),
+        cache: plan
+            .targets
+            .iter()
+            .filter_map(|t| crate::cache::thread_dir(&t.repo_root, t.thread.id()).ok())
+            .collect(),
+        relinked: plan
+            .relinked
+            .iter()
+            .map(|f| f.thread.dir().to_path_buf())
+            .collect(),
+    })?;
+
+    let mut deleted = Deleted::default();
+    // Subagents first, the thread asked for last.
+    for t in plan.targets.iter().rev() {
+        let remove_worktree = own_worktree(t)
+            .is_some_and(|w| plan.worktrees.contains(&w) && !deleted.worktrees.contains(&w));
+        if remove_worktree {
+            let repo = Repo::new(&t.repo_root)?;
+            let removed = worktree::remove(
+                &repo,
+                t,
+                RemoveOptions {
+                    force: true,
+                    keep_branch: false,
+                    purge: true,
+                },
+            )?;
+            if removed.branch_deleted
+                && let Some(b) = removed.branch
+            {
+                deleted.branches.push(b);
+            }
+            deleted.worktrees.push(removed.worktree_path);
+        }
+        delete_thread_files(t)?;
+        deleted.threads.push(t.thread.id().to_string());
+    }
+    for id in &plan.dropped {
+        if let Some(t) = plan.targets.first() {
+            crate::cache::purge(&t.repo_root, id)?;
+        }
+        deleted.threads.push(id.clone());
+    }
+
+    let gone: HashSet<String> = ids.into_iter().collect();
+    for f in &plan.relinked {
+        deleted.links_removed += crate::graph::remove_links(&f.thread, &gone)?;
+        f.refresh_cache()?;
+    }
+    step.done();
+    Ok(deleted)
+}
+
+/// Every check before anything is deleted: a cascade is not left half done
+/// by a refusal.
+fn check(plan: &Plan, force: bool) -> Result<()> {
+    if !plan.dropped.is_empty() && !force {
+        return Err(Error::Refused(format!(
+            "deleting {} removes {}, which also holds thread(s) {} — they would be deleted too. \
+             Pass --force to delete them as well, or delete the thread without its worktree \
+             after `grove rm`",
+            plan.targets
+                .first()
+                .map(|t| t.thread.id().to_string())
+                .unwrap_or_default(),
+            plan.worktrees
+                .iter()
+                .map(|w| w.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            plan.dropped.join(", ")
+        )));
+    }
     for wt in &plan.worktrees {
         let Some(owner) = plan
             .targets
@@ -143,57 +235,30 @@ pub fn execute(plan: &Plan, force: bool) -> Result<Deleted> {
             if !reasons.is_empty() {
                 return Err(Error::Refused(format!(
                     "not deleting thread {} with its worktree {}: {}. Commit and push (or merge) the work, or pass --force",
-                    owner.meta.thread_id,
+                    owner.thread.id(),
                     wt.display(),
                     reasons.join("; ")
                 )));
             }
         }
     }
-
-    let mut deleted = Deleted::default();
-    // Subagents first, the thread asked for last.
-    for t in plan.targets.iter().rev() {
-        let remove_worktree = own_worktree(t)
-            .is_some_and(|w| plan.worktrees.contains(&w) && !deleted.worktrees.contains(&w));
-        if remove_worktree {
-            let repo = Repo::new(&t.repo_root)?;
-            let removed = worktree::remove(
-                &repo,
-                t,
-                RemoveOptions {
-                    force,
-                    keep_branch: false,
-                    purge: true,
-                },
-            )?;
-            if removed.branch_deleted
-                && let Some(b) = removed.branch
-            {
-                deleted.branches.push(b);
-            }
-            deleted.worktrees.push(removed.worktree_path);
-        }
-        delete_thread_files(t)?;
-        deleted.threads.push(t.meta.thread_id.clone());
-    }
-
-    let gone: HashSet<String> = deleted.threads.iter().cloned().collect();
-    for f in &plan.relinked {
-        deleted.links_removed += crate::graph::remove_links(&f.thread, &gone)?;
-        f.refresh_cache()?;
-    }
-    Ok(deleted)
+    Ok(())
 }
 
-/// Removes a thread's directory (if still there), its cache entry, and its
-/// entry in the repository's `info/exclude`.
+/// Removes a thread's cache entry first (so nothing can restore it from
+/// there), then its directory (if still there), each renamed aside before
+/// it is deleted, and its entry in the repository's `info/exclude`.
 fn delete_thread_files(t: &Found) -> Result<()> {
+    crate::cache::purge(&t.repo_root, t.thread.id())?;
     let dir = t.thread.dir();
-    if dir.exists() {
-        remove_dir(dir)?;
+    if std::fs::symlink_metadata(dir).is_ok() {
+        let store = crate::store::Store::at(
+            dir.parent()
+                .and_then(Path::parent)
+                .unwrap_or(Path::new(".")),
+        );
+        crate::trash::remove_dir(dir, &store.private_dir()?)?;
     }
-    crate::cache::purge(&t.repo_root, &t.meta.thread_id)?;
     if let Some(wt) = &t.worktree
         && wt.is_dir()
         && let Ok(git) = crate::gitcmd::Git::find()
@@ -201,17 +266,10 @@ fn delete_thread_files(t: &Found) -> Result<()> {
     {
         let rel = Path::new(crate::atsf::AGENT_DIR)
             .join(crate::atsf::THREADS_DIR)
-            .join(&t.meta.thread_id);
-        exclude::remove(&file, &[format!("{}/", exclude::pattern_for(&rel))])?;
+            .join(t.thread.id());
+        if let Ok(pattern) = exclude::pattern_for(&rel) {
+            exclude::remove(&file, &[format!("{pattern}/")])?;
+        }
     }
     Ok(())
-}
-
-/// Renames the directory aside first, so the thread disappears at once
-/// (never half deleted under its own name), then removes it.
-fn remove_dir(dir: &Path) -> Result<()> {
-    let parent = dir.parent().unwrap_or(Path::new("."));
-    let aside = parent.join(format!(".grove-deleted-{}", uuid::Uuid::new_v4()));
-    std::fs::rename(dir, &aside).ctx("moving aside", dir)?;
-    std::fs::remove_dir_all(&aside).ctx("removing", &aside)
 }

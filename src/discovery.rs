@@ -109,37 +109,43 @@ pub struct Discovered {
     pub errors: Vec<Error>,
 }
 
-/// Finds the threads of `project`'s repository.
+/// Finds the threads of `project`'s repository. One unreadable thread,
+/// store or cache entry never stops the others: each is reported in
+/// [`Discovered::errors`], naming its file.
 pub fn discover(project: &Project, options: Options) -> Result<Discovered> {
     let mut out = Discovered::default();
     let main_root = project.main_root.clone();
-    let main_listing = project.main_store().list()?;
-    out.errors.extend(main_listing.errors);
-    for t in main_listing.threads {
-        out.threads.push(Found {
-            status: Status::Local,
-            worktree: None,
-            branch: t.meta.context.git_branch.clone(),
-            locked: None,
-            repo_root: main_root.clone(),
-            from_cache: false,
-            thread: t.thread,
-            meta: t.meta,
-        });
+    let mut seen: HashSet<String> = HashSet::new();
+    match project.main_store().list() {
+        Ok(listing) => {
+            out.errors.extend(listing.errors);
+            for t in listing.threads {
+                seen.insert(t.thread.id().to_string());
+                out.threads.push(Found {
+                    status: Status::Local,
+                    worktree: None,
+                    branch: t.meta.context.git_branch.clone(),
+                    locked: None,
+                    repo_root: main_root.clone(),
+                    from_cache: false,
+                    thread: t.thread,
+                    meta: t.meta,
+                });
+            }
+        }
+        Err(e) => out.errors.push(e),
     }
-    let mut seen: HashSet<String> = out
-        .threads
-        .iter()
-        .map(|f| f.meta.thread_id.clone())
-        .collect();
 
     let repo = match &project.git {
         Some(_) => Some(Repo::new(&main_root)?),
         None => None,
     };
-    let cached = cache::list(Some(&main_root))?;
+    let (cached, cache_errors) = cache::list(Some(&main_root))?;
+    out.errors.extend(cache_errors);
     if let Some(repo) = &repo {
-        finish_interrupted_removals(repo, &cached)?;
+        if let Err(e) = finish_interrupted_removals(repo, &cached) {
+            out.errors.push(e);
+        }
         let worktrees: Vec<WorktreeEntry> = repo
             .worktrees()?
             .into_iter()
@@ -156,41 +162,18 @@ pub fn discover(project: &Project, options: Options) -> Result<Discovered> {
                     .iter()
                     .filter(|c| Path::new(&c.record.worktree_path) == wt.path)
                 {
-                    if seen.insert(c.meta.thread_id.clone()) {
+                    if seen.insert(c.thread.id().to_string()) {
                         out.threads
                             .push(from_cache(c, Status::Missing, wt.locked.clone()));
                     }
                 }
                 continue;
             }
-            let listing = Store::for_project(&wt.path).list()?;
-            out.errors.extend(listing.errors);
-            for t in listing.threads {
-                if !seen.insert(t.meta.thread_id.clone()) {
-                    continue;
+            for f in worktree_threads(&main_root, wt, &cached, &mut out.errors) {
+                if seen.insert(f.thread.id().to_string()) {
+                    live.push(out.threads.len());
+                    out.threads.push(f);
                 }
-                let record = CacheRecord {
-                    repo_root: main_root.to_string_lossy().into_owned(),
-                    worktree_path: wt.path.to_string_lossy().into_owned(),
-                    branch: wt.branch.clone().unwrap_or_default(),
-                    state: CacheState::Live,
-                    cached_at: crate::atsf::now_timestamp(),
-                };
-                if t.meta.context.worktree.is_some() {
-                    // Keep the cache current whenever a live thread is read.
-                    let _ = cache::refresh(&main_root, &t.thread, &record);
-                }
-                live.push(out.threads.len());
-                out.threads.push(Found {
-                    status: Status::Live,
-                    worktree: Some(wt.path.clone()),
-                    branch: wt.branch.clone(),
-                    locked: wt.locked.clone(),
-                    repo_root: main_root.clone(),
-                    from_cache: false,
-                    thread: t.thread,
-                    meta: t.meta,
-                });
             }
         }
         if options.statuses {
@@ -198,13 +181,15 @@ pub fn discover(project: &Project, options: Options) -> Result<Discovered> {
         }
     }
     for c in &cached {
-        if seen.insert(c.meta.thread_id.clone()) {
+        if seen.insert(c.thread.id().to_string()) {
             out.threads.push(from_cache(c, Status::Removed, None));
         }
     }
     if options.all_repos {
-        for c in cache::list(None)? {
-            if Path::new(&c.record.repo_root) != main_root && seen.insert(c.meta.thread_id.clone())
+        let (all, errors) = cache::list(None)?;
+        out.errors.extend(errors);
+        for c in all {
+            if Path::new(&c.record.repo_root) != main_root && seen.insert(c.thread.id().to_string())
             {
                 out.threads.push(from_cache(&c, Status::Removed, None));
             }
@@ -212,6 +197,68 @@ pub fn discover(project: &Project, options: Options) -> Result<Discovered> {
     }
     sort_newest_first(&mut out.threads);
     Ok(out)
+}
+
+/// The threads of one linked worktree that exists, every one of them kept
+/// in the cache and out of `git status`. Threads the cache holds for this
+/// worktree but the worktree lost (`git clean -fdx`) are restored first.
+fn worktree_threads(
+    main_root: &Path,
+    wt: &WorktreeEntry,
+    cached: &[cache::CachedThread],
+    errors: &mut Vec<Error>,
+) -> Vec<Found> {
+    let store = Store::for_project(&wt.path);
+    let record = CacheRecord {
+        repo_root: main_root.to_string_lossy().into_owned(),
+        worktree_path: wt.path.to_string_lossy().into_owned(),
+        branch: wt.branch.clone().unwrap_or_default(),
+        state: CacheState::Live,
+        cached_at: crate::atsf::now_timestamp(),
+    };
+    for c in cached.iter().filter(|c| {
+        c.record.state == CacheState::Live && Path::new(&c.record.worktree_path) == wt.path
+    }) {
+        let home = store.threads_dir().join(c.thread.id());
+        if std::fs::symlink_metadata(&home).is_err()
+            && let Err(e) = cache::restore(c, &store)
+        {
+            errors.push(e);
+        }
+    }
+    let listing = match store.list() {
+        Ok(listing) => listing,
+        Err(e) => {
+            errors.push(e);
+            return Vec::new();
+        }
+    };
+    errors.extend(listing.errors);
+    if !listing.threads.is_empty()
+        && let Err(e) = store.hide_threads_from_git()
+    {
+        errors.push(e);
+    }
+    listing
+        .threads
+        .into_iter()
+        .map(|t| {
+            // Keep the cache current whenever a live thread is read.
+            if let Err(e) = cache::refresh(main_root, &t.thread, &record) {
+                errors.push(e);
+            }
+            Found {
+                status: Status::Live,
+                worktree: Some(wt.path.clone()),
+                branch: wt.branch.clone(),
+                locked: wt.locked.clone(),
+                repo_root: main_root.to_path_buf(),
+                from_cache: false,
+                thread: t.thread,
+                meta: t.meta,
+            }
+        })
+        .collect()
 }
 
 fn from_cache(c: &cache::CachedThread, status: Status, locked: Option<String>) -> Found {
@@ -236,13 +283,13 @@ fn finish_interrupted_removals(repo: &Repo, cached: &[cache::CachedThread]) -> R
         .filter(|c| c.record.state == CacheState::Removing)
     {
         if Path::new(&c.record.worktree_path).exists() {
-            cache::set_state(&repo.main_root, &c.meta.thread_id, CacheState::Live)?;
+            cache::set_state(&repo.main_root, c.thread.id(), CacheState::Live)?;
         } else {
             if !pruned {
                 repo.prune()?;
                 pruned = true;
             }
-            cache::set_state(&repo.main_root, &c.meta.thread_id, CacheState::Removed)?;
+            cache::set_state(&repo.main_root, c.thread.id(), CacheState::Removed)?;
         }
     }
     Ok(())
@@ -256,9 +303,6 @@ fn compute_statuses(repo: &Repo, threads: &mut [Found], indices: &[usize]) -> Re
     for &i in indices {
         let f = &threads[i];
         let path = f.worktree.clone().unwrap_or_default();
-        if jobs.iter().any(|(p, _, _)| *p == path) {
-            continue;
-        }
         let base = f
             .meta
             .context
@@ -266,7 +310,16 @@ fn compute_statuses(repo: &Repo, threads: &mut [Found], indices: &[usize]) -> Re
             .get("baseCommit")
             .and_then(|v| v.as_str())
             .map(str::to_string);
-        jobs.push((path, f.branch.clone(), base));
+        // One job per worktree; its base comes from whichever of its threads
+        // recorded one (the task's), not from the first thread listed.
+        match jobs.iter_mut().find(|(p, _, _)| *p == path) {
+            Some(job) => {
+                if job.2.is_none() {
+                    job.2 = base;
+                }
+            }
+            None => jobs.push((path, f.branch.clone(), base)),
+        }
     }
     let workers = std::thread::available_parallelism()
         .map(|n| n.get())
@@ -380,7 +433,9 @@ fn sort_newest_first(threads: &mut [Found]) {
 }
 
 /// Finds the thread named by `query` (an id or unique prefix) anywhere in
-/// the repository: main `.agent/`, worktrees, cache.
+/// the repository: main `.agent/`, worktrees, cache — and other
+/// repositories' caches. A thread whose worktree still holds it is always
+/// answered with the worktree's copy, never the cache's, wherever grove runs.
 pub fn resolve(project: &Project, query: &str) -> Result<Found> {
     crate::store::validate_thread_id(query)?;
     let found = discover(
@@ -390,32 +445,75 @@ pub fn resolve(project: &Project, query: &str) -> Result<Found> {
             statuses: false,
         },
     )?;
-    let ids: Vec<&str> = found
-        .threads
-        .iter()
-        .map(|f| f.meta.thread_id.as_str())
-        .collect();
+    let ids: Vec<&str> = found.threads.iter().map(|f| f.thread.id()).collect();
     let Some(id) = resolve_prefix(query, ids.iter().copied())? else {
-        // A thread whose thread.json cannot be read is not listed; say why.
-        for store in [project.store(), project.main_store()] {
-            if let Ok(thread) = store.resolve(query) {
-                thread.meta()?;
-            }
-        }
-        return Err(Error::ThreadNotFound {
-            query: query.to_string(),
-            dir: project.main_store().threads_dir(),
-        });
+        return Err(not_found(project, query, &found.errors));
     };
     let id = id.to_string();
+    let hit = found
+        .threads
+        .into_iter()
+        .find(|f| f.thread.id() == id)
+        .ok_or_else(|| not_found(project, query, &[]))?;
+    Ok(live_copy(hit))
+}
+
+/// Why nothing matched: a thread that is there but unreadable says so.
+fn not_found(project: &Project, query: &str, errors: &[Error]) -> Error {
+    for store in [project.store(), project.main_store()] {
+        if let Ok(thread) = store.resolve(query)
+            && let Err(e) = thread.meta()
+        {
+            return e;
+        }
+    }
+    for e in errors {
+        let path = match e {
+            Error::Parse { path, .. } | Error::Symlink { path, .. } | Error::Io { path, .. } => {
+                path
+            }
+            _ => continue,
+        };
+        let named = path.components().any(|c| {
+            c.as_os_str()
+                .to_str()
+                .is_some_and(|name| name.starts_with(query))
+        });
+        if named {
+            return Error::Other(format!("thread {query:?} cannot be read: {e}"));
+        }
+    }
+    Error::ThreadNotFound {
+        query: query.to_string(),
+        dir: project.main_store().threads_dir(),
+    }
+}
+
+/// A thread found in a cache (another repository's, or from outside any
+/// repository) whose worktree still holds it: the worktree's thread, with
+/// its worktree's real state.
+fn live_copy(hit: Found) -> Found {
+    if !hit.from_cache {
+        return hit;
+    }
+    let Some(wt) = hit.worktree.clone() else {
+        return hit;
+    };
+    let home = Store::for_project(&wt).thread_dir(hit.thread.id());
+    if std::fs::symlink_metadata(home.join(crate::atsf::THREAD_FILE)).is_err() {
+        return hit;
+    }
+    let Ok(project) = Project::discover(&wt) else {
+        return hit;
+    };
+    let Ok(found) = discover(&project, Options::default()) else {
+        return hit;
+    };
     found
         .threads
         .into_iter()
-        .find(|f| f.meta.thread_id == id)
-        .ok_or(Error::ThreadNotFound {
-            query: query.to_string(),
-            dir: project.main_store().threads_dir(),
-        })
+        .find(|f| f.thread.id() == hit.thread.id() && !f.from_cache)
+        .unwrap_or(hit)
 }
 
 /// The thread named by `query`, for commands that need only its files
@@ -427,9 +525,76 @@ pub fn find_thread(project: &Project, query: &str) -> Result<Thread> {
     crate::store::validate_thread_id(query)?;
     for store in [project.store(), project.main_store()] {
         let thread = store.thread(query)?;
-        if thread.meta_path().is_file() {
+        if std::fs::symlink_metadata(thread.meta_path()).is_ok() {
+            thread.guard()?;
             return Ok(thread);
         }
     }
     Ok(resolve(project, query)?.thread)
+}
+
+/// The cache's copy of `thread`, looked up under the repository its
+/// `thread.json` records (`metadata.grove.mainRoot`), else `project`'s.
+pub fn cache_copy_for(project: &Project, thread: &Thread) -> Option<PathBuf> {
+    let recorded = thread.meta().ok().and_then(|m| {
+        m.metadata
+            .as_ref()?
+            .get("grove")?
+            .get("mainRoot")?
+            .as_str()
+            .map(PathBuf::from)
+    });
+    recorded
+        .into_iter()
+        .chain(std::iter::once(project.main_root.clone()))
+        .find_map(|root| cache::cached_copy(&root, thread.id()))
+        .filter(|dir| !crate::fsutil::same_file(dir, thread.dir()))
+}
+
+/// Names the cache's copy in a [`Error::LogShrunk`] about `thread`.
+pub fn with_cache_hint(err: Error, project: &Project, thread: &Thread) -> Error {
+    match err {
+        Error::LogShrunk {
+            id,
+            path,
+            found,
+            expected,
+            cache: None,
+        } => Error::LogShrunk {
+            cache: cache_copy_for(project, thread),
+            id,
+            path,
+            found,
+            expected,
+        },
+        other => other,
+    }
+}
+
+/// Saves a thread just made in a linked worktree's `.agent/` (an import, a
+/// fork with `--no-worktree`, `new --no-worktree` run there) to the cache at
+/// once, as `grove new` does for a task's own thread. A thread elsewhere
+/// needs nothing.
+pub fn cache_if_in_worktree(project: &Project, thread: &Thread) -> Result<()> {
+    let Some(threads) = thread.dir().parent() else {
+        return Ok(());
+    };
+    let Some(root) = threads.parent().and_then(Path::parent) else {
+        return Ok(());
+    };
+    let store = Store::for_project(root);
+    if store.threads_dir() != threads || !store.in_linked_worktree() {
+        return Ok(());
+    }
+    let branch = crate::git::discover(root)?
+        .and_then(|info| info.branch)
+        .unwrap_or_default();
+    let record = CacheRecord {
+        repo_root: project.main_root.to_string_lossy().into_owned(),
+        worktree_path: root.to_string_lossy().into_owned(),
+        branch,
+        state: CacheState::Live,
+        cached_at: crate::atsf::now_timestamp(),
+    };
+    cache::save(&project.main_root, thread, &record, false).map(drop)
 }

@@ -71,6 +71,35 @@ pub enum Error {
         found: u64,
     },
 
+    /// A symbolic link where grove reads or writes its own data (a thread
+    /// directory or file, a worktree's `.agent`). A cloned repository could
+    /// point it anywhere, so grove never follows it.
+    #[error(
+        "{path} is a symbolic link{}; grove does not follow links inside its data \
+         (a cloned repository could point it anywhere). Replace it with a real file or \
+         directory, or remove it",
+        if target.as_os_str().is_empty() { String::new() } else { format!(" (to {})", target.display()) }
+    )]
+    Symlink { path: PathBuf, target: PathBuf },
+
+    /// `messages.jsonl` is missing or shorter than `thread.json` says: a log
+    /// only grows, so grove refuses to write rather than start a new one.
+    #[error(
+        "{path} is {found}, but thread.json records {expected}; the log only grows, so \
+         nothing was written. {}",
+        match cache { Some(c) => format!("grove's cache holds a copy in {}; `grove repair {id}` restores it", c.display()), None => format!("`grove repair {id}` restores it from grove's cache when the cache holds it, or recounts the log as it is") }
+    )]
+    LogShrunk {
+        id: String,
+        path: PathBuf,
+        /// What the log is (`missing`, `1204 bytes long`).
+        found: String,
+        /// What thread.json describes (`3071 bytes`, `20 messages`).
+        expected: String,
+        /// The cache's copy, when known.
+        cache: Option<PathBuf>,
+    },
+
     /// A git operation failed.
     #[error("git: {0}")]
     Git(String),

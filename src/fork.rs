@@ -77,6 +77,8 @@ pub struct Derived {
     pub task: Option<CreatedTask>,
     /// Why the child has no worktree although one was asked for.
     pub no_worktree_reason: Option<String>,
+    /// What went wrong once the child existed (it is kept).
+    pub problems: Vec<String>,
 }
 
 /// Makes a fork or handoff of `parent`: with its own worktree (from the
@@ -135,6 +137,7 @@ pub fn derive(
                 meta: created.meta.clone(),
                 task: Some(created),
                 no_worktree_reason: None,
+                problems: Vec::new(),
             }
         }
         None => {
@@ -146,10 +149,23 @@ pub fn derive(
                 thread,
                 task: None,
                 no_worktree_reason: reason,
+                problems: Vec::new(),
             }
         }
     };
-    parent.refresh_cache()?;
+    let mut result = result;
+    if result.task.is_none()
+        && let Err(e) = crate::discovery::cache_if_in_worktree(project, &result.thread)
+    {
+        result.problems.push(format!(
+            "the new thread is not in grove's cache yet (the next `grove list` retries): {e}"
+        ));
+    }
+    if let Err(e) = parent.refresh_cache() {
+        result.problems.push(format!(
+            "the parent's cached copy was not refreshed (the next `grove list` retries): {e}"
+        ));
+    }
     Ok(result)
 }
 
@@ -225,19 +241,47 @@ impl Prepared {
     }
 
     /// [`Prepared::commit`] under a lock already held on the parent.
+    ///
+    /// The link is recorded in the intent journal first: if grove is killed
+    /// between publishing the child and writing the parent's side, `grove
+    /// gc` writes the parent's side.
     pub fn commit_locked(self, lock: &ThreadLock<'_>) -> Result<Thread> {
         let mut meta = lock.meta()?;
         lock.check_version(&meta, Some(self.parent_version))?;
+        let step = crate::intent::begin(crate::intent::Action::Link {
+            parent: lock.thread().dir().to_path_buf(),
+            child: self.staged.thread().dir().to_path_buf(),
+            relationship: self.parent_side.clone(),
+        })?;
         meta.relationships
             .get_or_insert_with(Vec::new)
             .push(self.parent_side);
-        let child = self.staged.publish()?;
+        let child = match self.staged.publish() {
+            Ok(child) => child,
+            Err(e) => {
+                step.undone();
+                return Err(e);
+            }
+        };
         if let Err(e) = lock.save(&mut meta) {
             // The parent's side could not be written: take the child back
             // rather than leave a one-sided link.
-            let _ = std::fs::remove_dir_all(child.dir());
+            let area = crate::store::Store::at(
+                child
+                    .dir()
+                    .parent()
+                    .and_then(Path::parent)
+                    .unwrap_or(Path::new(".")),
+            )
+            .private_dir();
+            if let Ok(area) = area
+                && crate::trash::remove_dir(child.dir(), &area).is_ok()
+            {
+                step.undone();
+            }
             return Err(e);
         }
+        step.done();
         Ok(child)
     }
 }
@@ -347,7 +391,7 @@ fn copy_messages(parent: &Thread, snap: &Snapshot, at: Option<u64>, to: &Path) -
         // Fast path: every line a valid message, so the bytes are copied by
         // the kernel unparsed.
         if let Some(newlines) = all_lines_valid(&from, snap)? {
-            let mut src = File::open(&from).ctx("opening", &from)?;
+            let mut src = crate::fsutil::open_read(&from)?;
             let mut dst = File::create(to).ctx("creating", to)?;
             let bytes = std::io::copy(&mut (&mut src).take(snap.messages_len), &mut dst)
                 .ctx("copying", &from)?;
@@ -361,7 +405,7 @@ fn copy_messages(parent: &Thread, snap: &Snapshot, at: Option<u64>, to: &Path) -
             });
         }
     }
-    let src = File::open(&from).ctx("opening", &from)?;
+    let src = crate::fsutil::open_read(&from)?;
     let mut reader = BufReader::with_capacity(256 * 1024, src.take(snap.messages_len));
     let mut out = BufWriter::with_capacity(256 * 1024, File::create(to).ctx("creating", to)?);
     let mut copied = Copied {
@@ -410,7 +454,7 @@ fn count_lines(parent: &Thread, snap: &Snapshot) -> Result<u64> {
     if let Some(lines) = all_lines_valid(&from, snap)? {
         return Ok(lines);
     }
-    let src = File::open(&from).ctx("opening", &from)?;
+    let src = crate::fsutil::open_read(&from)?;
     let reader = BufReader::with_capacity(256 * 1024, src.take(snap.messages_len));
     let mut count = 0;
     for line in reader.split(b'\n') {
@@ -437,7 +481,7 @@ fn all_lines_valid(path: &Path, snap: &Snapshot) -> Result<Option<u64>> {
 }
 
 fn count_newlines(path: &Path, len: u64) -> Result<u64> {
-    let mut file = File::open(path).ctx("opening", path)?.take(len);
+    let mut file = crate::fsutil::open_read(path)?.take(len);
     let mut buf = vec![0u8; 1 << 20];
     let mut count = 0u64;
     loop {

@@ -1,37 +1,70 @@
-//! Small filesystem primitives shared by the store and the worktree manager.
+//! Small filesystem primitives shared by the store and the worktree manager:
+//! atomic writes that follow the umask, opens that never follow a symbolic
+//! link inside grove's data, and lock files for read-modify-write.
 
+use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoContext, Result};
 
+/// Prefix of the temporary files [`write_atomic`] renames into place. A file
+/// with this prefix is a write that never finished; `grove gc` removes them
+/// while it holds the lock that guards writes into their directory.
+pub const TMP_PREFIX: &str = ".grove-tmp-";
+
+/// The mode new files are created with: everyone may read unless the umask
+/// says otherwise (0644 under umask 022), as `touch` and `git` do.
+fn public_mode(builder: &mut tempfile::Builder<'_, '_>) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    #[cfg(not(unix))]
+    let _ = builder;
+}
+
+fn temp_in(dir: &Path, private: bool) -> Result<tempfile::NamedTempFile> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(TMP_PREFIX);
+    if !private {
+        public_mode(&mut builder);
+    }
+    builder.tempfile_in(dir).ctx("creating a temp file in", dir)
+}
+
 /// Replaces `path` with `bytes` atomically: a unique temp file in the same
 /// directory is written, fsynced and renamed over `path`, so a reader sees
-/// either the old or the new content, never a mix.
+/// either the old or the new content, never a mix. The new file follows the
+/// umask (0644 under umask 022).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".grove-tmp-")
-        .tempfile_in(dir)
-        .ctx("creating a temp file in", dir)?;
+    replace(path, bytes, false)
+}
+
+/// [`write_atomic`] for a file only its owner may read (0600): the trust store.
+pub fn write_atomic_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    replace(path, bytes, true)
+}
+
+fn replace(path: &Path, bytes: &[u8], private: bool) -> Result<()> {
+    let dir = parent_of(path);
+    let mut tmp = temp_in(dir, private)?;
     tmp.write_all(bytes).ctx("writing", tmp.path())?;
     tmp.as_file().sync_all().ctx("syncing", tmp.path())?;
     tmp.persist(path)
-        .map_err(|e| crate::Error::io("replacing", path, e.error))?;
+        .map_err(|e| Error::io("replacing", path, e.error))?;
     sync_dir(dir)
 }
 
 /// Creates `path` with `bytes` only if nothing is there yet. Returns whether it wrote.
 /// Never overwrites: an existing file wins, even if it was created concurrently.
 pub fn write_new(path: &Path, bytes: &[u8]) -> Result<bool> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    if path.exists() {
+    let dir = parent_of(path);
+    if std::fs::symlink_metadata(path).is_ok() {
         return Ok(false);
     }
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".grove-tmp-")
-        .tempfile_in(dir)
-        .ctx("creating a temp file in", dir)?;
+    let mut tmp = temp_in(dir, false)?;
     tmp.write_all(bytes).ctx("writing", tmp.path())?;
     tmp.as_file().sync_all().ctx("syncing", tmp.path())?;
     match tmp.persist_noclobber(path) {
@@ -40,8 +73,29 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> Result<bool> {
             Ok(true)
         }
         Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
-        Err(e) => Err(crate::Error::io("creating", path, e.error)),
+        Err(e) => Err(Error::io("creating", path, e.error)),
     }
+}
+
+/// A file written by another name and renamed into place once whole (an
+/// export): follows the umask, unlike a bare `tempfile`.
+pub fn temp_file_beside(path: &Path) -> Result<tempfile::NamedTempFile> {
+    temp_in(parent_of(path), false)
+}
+
+/// A new file named `<prefix><random>` in `dir`, kept when persisted: the
+/// side files grove writes beside a log (torn tails, diverged copies).
+pub fn side_file(dir: &Path, prefix: &str) -> Result<tempfile::NamedTempFile> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(prefix);
+    public_mode(&mut builder);
+    builder.tempfile_in(dir).ctx("creating a side file in", dir)
+}
+
+fn parent_of(path: &Path) -> &Path {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
 }
 
 /// Makes a rename or create in `dir` durable. A no-op where directories
@@ -49,7 +103,7 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> Result<bool> {
 pub fn sync_dir(dir: &Path) -> Result<()> {
     #[cfg(unix)]
     {
-        std::fs::File::open(dir)
+        File::open(dir)
             .and_then(|d| d.sync_all())
             .ctx("syncing directory", dir)?;
     }
@@ -61,7 +115,7 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 #[cfg(unix)]
 pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
+    match (std::fs::symlink_metadata(a), std::fs::symlink_metadata(b)) {
         (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
         _ => false,
     }
@@ -69,24 +123,31 @@ pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
 
 #[cfg(not(unix))]
 pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
+    match (std::fs::symlink_metadata(a), std::fs::symlink_metadata(b)) {
         (Ok(x), Ok(y)) => x.len() == y.len() && x.modified().ok() == y.modified().ok(),
         _ => false,
     }
 }
 
 /// Hard-links `from` to `to` (replacing an older `to`), or copies when asked
-/// and linking is impossible.
+/// and linking is impossible. Neither end may be a symbolic link.
 pub(crate) fn link_or_copy(from: &Path, to: &Path, copy: bool) -> Result<()> {
-    if !from.exists() || same_file(from, to) {
+    match std::fs::symlink_metadata(from) {
+        Ok(m) if m.file_type().is_symlink() => return Err(symlink_error(from)),
+        Ok(_) => {}
+        Err(_) => return Ok(()),
+    }
+    if same_file(from, to) {
         return Ok(());
     }
-    let dir = to.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(".grove-link-{}", uuid::Uuid::new_v4()));
+    let dir = parent_of(to);
+    let tmp = dir.join(format!("{TMP_PREFIX}link-{}", uuid::Uuid::new_v4()));
     match std::fs::hard_link(from, &tmp) {
         Ok(()) => {}
         Err(_) if copy => {
-            std::fs::copy(from, &tmp).ctx("copying", from)?;
+            let mut src = open_read(from)?;
+            let mut dst = create_new(&tmp)?;
+            std::io::copy(&mut src, &mut dst).ctx("copying", from)?;
         }
         Err(_) => return Ok(()),
     }
@@ -94,4 +155,258 @@ pub(crate) fn link_or_copy(from: &Path, to: &Path, copy: bool) -> Result<()> {
         let _ = std::fs::remove_file(&tmp);
         Error::io("renaming into", to, e)
     })
+}
+
+// ---------------------------------------------------------------------------
+// No symbolic links inside grove's data.
+//
+// A thread directory, its files and a worktree's `.agent` may come from a
+// cloned repository, so any of them can be a committed symbolic link to
+// `~/.ssh/id_rsa` or `/etc`. grove opens them without following links and
+// refuses a link where it expects a directory.
+
+/// The error for a symbolic link found where grove's own data should be.
+pub fn symlink_error(path: &Path) -> Error {
+    Error::Symlink {
+        path: path.to_path_buf(),
+        target: std::fs::read_link(path).unwrap_or_default(),
+    }
+}
+
+/// Fails when `path` is a symbolic link; a missing path is fine.
+pub fn refuse_symlink(path: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => Err(symlink_error(path)),
+        _ => Ok(()),
+    }
+}
+
+/// Creates the directory `path` (and, like `mkdir -p`, its missing parents
+/// below `root`) without going through a symbolic link: every component
+/// from `root` (exclusive) down to `path` must be a real directory.
+pub fn real_dir(root: &Path, path: &Path) -> Result<()> {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    let mut current = root.to_path_buf();
+    for component in rel.components() {
+        current.push(component);
+        match std::fs::symlink_metadata(&current) {
+            Ok(m) if m.file_type().is_symlink() => return Err(symlink_error(&current)),
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(Error::Other(format!(
+                    "{} is a file where grove needs a directory",
+                    current.display()
+                )));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                match std::fs::create_dir(&current) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        refuse_symlink(&current)?;
+                    }
+                    Err(e) => return Err(Error::io("creating", current, e)),
+                }
+            }
+            Err(e) => return Err(Error::io("reading", current, e)),
+        }
+    }
+    Ok(())
+}
+
+/// Checks that no component of `path` below `root` is a symbolic link
+/// (missing components are fine).
+pub fn check_no_links_below(root: &Path, path: &Path) -> Result<()> {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    let mut current = root.to_path_buf();
+    for component in rel.components() {
+        current.push(component);
+        match std::fs::symlink_metadata(&current) {
+            Ok(m) if m.file_type().is_symlink() => return Err(symlink_error(&current)),
+            Ok(_) => {}
+            Err(_) => return Ok(()),
+        }
+    }
+    Ok(())
+}
+
+fn nofollow(options: &mut OpenOptions) -> &mut OpenOptions {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(nix::libc::O_NOFOLLOW);
+    }
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::OpenOptionsExt;
+        // FILE_FLAG_OPEN_REPARSE_POINT: open the link itself, checked below.
+        options.custom_flags(0x0020_0000);
+    }
+    options
+}
+
+/// Turns the error of a no-follow open of a link into [`Error::Symlink`].
+fn open_error(action: &'static str, path: &Path, e: std::io::Error) -> Error {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return symlink_error(path);
+    }
+    Error::io(action, path, e)
+}
+
+fn checked(file: File, path: &Path) -> Result<File> {
+    #[cfg(not(unix))]
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(symlink_error(path));
+    }
+    let _ = path;
+    Ok(file)
+}
+
+/// Opens `path` for reading without following a symbolic link.
+pub fn open_read(path: &Path) -> Result<File> {
+    let file = nofollow(OpenOptions::new().read(true))
+        .open(path)
+        .map_err(|e| open_error("opening", path, e))?;
+    checked(file, path)
+}
+
+/// [`open_read`], with `Ok(None)` when the file does not exist.
+pub fn open_read_opt(path: &Path) -> Result<Option<File>> {
+    match nofollow(OpenOptions::new().read(true)).open(path) {
+        Ok(f) => checked(f, path).map(Some),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(open_error("opening", path, e)),
+    }
+}
+
+/// Reads a whole file without following a symbolic link.
+pub fn read(path: &Path) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    open_read(path)?
+        .read_to_end(&mut bytes)
+        .ctx("reading", path)?;
+    Ok(bytes)
+}
+
+/// Opens `path` for appending (and reading), creating it when `create`,
+/// without following a symbolic link.
+pub fn open_append(path: &Path, create: bool) -> Result<File> {
+    let file = nofollow(OpenOptions::new().read(true).append(true).create(create))
+        .open(path)
+        .map_err(|e| open_error("opening", path, e))?;
+    checked(file, path)
+}
+
+/// Creates a new file (failing if anything is there, a link included).
+pub fn create_new(path: &Path) -> Result<File> {
+    nofollow(OpenOptions::new().write(true).create_new(true))
+        .open(path)
+        .map_err(|e| open_error("creating", path, e))
+}
+
+/// Copies `from` to a new file `to` (never through a link there). Returns
+/// false when `to` already exists.
+pub fn copy_new(from: &Path, to: &Path) -> Result<bool> {
+    let mut dst = match create_new(to) {
+        Ok(f) => f,
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Ok(false);
+        }
+        Err(e) => return Err(e),
+    };
+    let mut src = File::open(from).ctx("opening", from)?;
+    std::io::copy(&mut src, &mut dst).ctx("copying", from)?;
+    Ok(true)
+}
+
+/// Creates or truncates `path` for writing, refusing a symbolic link.
+pub fn create_truncate(path: &Path) -> Result<File> {
+    let file = nofollow(OpenOptions::new().write(true).create(true).truncate(true))
+        .open(path)
+        .map_err(|e| open_error("creating", path, e))?;
+    checked(file, path)
+}
+
+// ---------------------------------------------------------------------------
+// Lock files.
+
+/// An exclusive lock held on a lock file until dropped.
+///
+/// Files grove rewrites by renaming a new version into place (the shared
+/// `info/exclude`, the trust store, cache records) cannot be locked
+/// themselves — a waiting process would hold the replaced inode — so each
+/// has a lock file beside it that is never renamed or deleted.
+#[derive(Debug)]
+pub struct FileLock {
+    _file: File,
+    path: PathBuf,
+}
+
+impl FileLock {
+    /// Takes the lock on `path` (created if missing), waiting for another
+    /// holder to release it.
+    pub fn acquire(path: &Path) -> Result<FileLock> {
+        let file = open_lock_file(path)?;
+        file.lock().ctx("locking", path)?;
+        Ok(FileLock {
+            _file: file,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Takes the lock only if nobody holds it; `None` otherwise.
+    pub fn try_acquire(path: &Path) -> Result<Option<FileLock>> {
+        let file = open_lock_file(path)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(FileLock {
+                _file: file,
+                path: path.to_path_buf(),
+            })),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => Err(Error::io("locking", path, e)),
+        }
+    }
+
+    /// The lock file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+fn open_lock_file(path: &Path) -> Result<File> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).ctx("creating", dir)?;
+    }
+    nofollow(OpenOptions::new().read(true).write(true).create(true))
+        .open(path)
+        .map_err(|e| open_error("opening the lock file", path, e))
+}
+
+/// The lock file guarding `file`: `<file>.grove-lock` beside it.
+pub fn lock_path_for(file: &Path) -> PathBuf {
+    let mut name = file.file_name().unwrap_or_default().to_os_string();
+    name.push(".grove-lock");
+    file.with_file_name(name)
+}
+
+/// Removes the leftover temp files ([`TMP_PREFIX`]) of `dir`. Call it only
+/// while holding the lock that every writer into `dir` holds, so no write
+/// in progress is taken for a leftover. Returns what was removed.
+pub fn remove_stale_temps(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut removed = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(removed);
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with(TMP_PREFIX)
+            && entry
+                .file_type()
+                .is_ok_and(|t| t.is_file() || t.is_symlink())
+        {
+            std::fs::remove_file(entry.path()).ctx("removing", &entry.path())?;
+            removed.push(entry.path());
+        }
+    }
+    Ok(removed)
 }

@@ -42,10 +42,13 @@ pub mod graph;
 pub mod home;
 pub mod hooks;
 pub mod import;
+pub mod intent;
 pub mod project;
+pub mod recover;
 pub mod search;
 pub mod store;
 pub mod threads;
+pub mod trash;
 pub mod worktree;
 
 pub use error::{Error, Result};

@@ -8,7 +8,6 @@
 //! lines holding such escapes, are parsed to be sure. `--regex` and
 //! `--ignore-case` parse every line.
 
-use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
@@ -114,11 +113,10 @@ pub struct ThreadHits {
 
 /// Searches one thread's log.
 pub fn search_thread(thread: &Thread, query: &Query) -> Result<ThreadHits> {
+    thread.guard()?;
     let path = thread.messages_path();
-    let mut file = match File::open(&path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ThreadHits::default()),
-        Err(e) => return Err(Error::io("opening", path, e)),
+    let Some(mut file) = crate::fsutil::open_read_opt(&path)? else {
+        return Ok(ThreadHits::default());
     };
     let mut scan = Scan {
         query,

@@ -4,7 +4,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::check_spec_version;
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
 
 /// Serializes as 2-space pretty JSON with a final newline (thread.json, config.json).
 pub fn to_pretty<T: Serialize>(value: &T) -> Result<Vec<u8>> {
@@ -33,11 +33,24 @@ struct VersionProbe {
 /// The version is checked before the schema so that a file from a newer
 /// MAJOR version gets a version error, not a confusing field error.
 pub fn read_json_file<T: DeserializeOwned>(path: &Path) -> Result<T> {
-    let bytes = std::fs::read(path).ctx("reading", path)?;
+    // Never through a symbolic link: a cloned repository could point it anywhere.
+    let bytes = crate::fsutil::read(path)?;
     parse_versioned(path, &bytes)
 }
 
 pub(crate) fn parse_versioned<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<T> {
+    let bytes = strip_bom(bytes);
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| json_error(path, e))?;
+    if !value.is_object() {
+        return Err(Error::parse(
+            path,
+            format!(
+                "the file must hold a JSON object ({{ \"specVersion\": \"1.1\", … }}), found {}",
+                json_kind(&value)
+            ),
+        ));
+    }
     let probe: VersionProbe = serde_json::from_slice(bytes).map_err(|e| json_error(path, e))?;
     match probe.spec_version {
         Some(serde_json::Value::String(v)) => check_spec_version(path, &v)?,
@@ -80,11 +93,29 @@ pub(crate) fn parse_with_path<T: DeserializeOwned>(
     })
 }
 
+/// A UTF-8 byte-order mark, written by some Windows editors, is not JSON but
+/// harms nothing: it is skipped.
+pub(crate) fn strip_bom(bytes: &[u8]) -> &[u8] {
+    bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
+}
+
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
 fn json_error(path: &Path, e: serde_json::Error) -> Error {
     Error::parse(path, e)
 }
 
 /// Parses one line of `messages.jsonl`, naming the file, line and field on error.
 pub fn parse_message_line(path: &Path, line: u64, bytes: &[u8]) -> Result<super::Message> {
+    let bytes = if line == 1 { strip_bom(bytes) } else { bytes };
     parse_with_path(path, Some(line), bytes)
 }

@@ -3,6 +3,8 @@
 use std::path::Path;
 
 use grove::atsf::{ContentBlock, Message, Role};
+use grove::discovery;
+use grove::project::Project;
 use grove::store::AppendOptions;
 use serde_json::Value;
 
@@ -59,58 +61,72 @@ impl From<RoleArg> for Role {
 }
 
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
-    let thread = super::resolve_thread(cwd, &args.thread)?;
+    let project = Project::discover(cwd)?;
+    let thread = discovery::find_thread(&project, &args.thread)?;
     let options = AppendOptions {
         fsync: !args.no_fsync,
     };
-    let report = |appended: &grove::store::Appended| -> anyhow::Result<()> {
-        if let Some(torn) = &appended.torn {
+    let messages = match (args.role, args.text) {
+        (Some(role), Some(text)) => vec![Message::new(role.into(), vec![ContentBlock::text(text)])],
+        _ => read_stdin()?,
+    };
+    // One lock for all: every message was checked first, so an invalid one
+    // anywhere means nothing is written.
+    let appended = thread
+        .lock()
+        .and_then(|lock| lock.append_all(messages, options))
+        .map_err(|e| discovery::with_cache_hint(e, &project, &thread))?;
+    for a in &appended {
+        if let Some(torn) = &a.torn {
             out.warn(&format!(
                 "set aside {} bytes of an incomplete last line in {}",
                 torn.bytes,
                 torn.saved_to.display()
             ));
         }
+        if let Some(e) = &a.meta_error {
+            out.warn(&format!(
+                "the message is in the log, but thread.json was not updated ({e}); the next append or `grove repair` recounts"
+            ));
+        }
         if args.json {
             out.line(&serde_json::to_string(&serde_json::json!({
                 "threadId": thread.id(),
-                "messageId": appended.message.id,
-                "index": appended.index,
-            }))?)
+                "messageId": a.message.id,
+                "index": a.index,
+            }))?)?;
         } else {
-            out.line(&appended.message.id)
+            out.line(&a.message.id)?;
         }
-    };
-
-    if let (Some(role), Some(text)) = (args.role, args.text) {
-        let message = Message::new(role.into(), vec![ContentBlock::text(text)]);
-        let appended = thread.append(message, options)?;
-        report(&appended)?;
-        return Ok(super::exit::SUCCESS);
     }
+    Ok(super::exit::SUCCESS)
+}
 
+/// Every message object on standard input, each checked before any is
+/// written: the first invalid one is a usage error naming its position.
+fn read_stdin() -> anyhow::Result<Vec<Message>> {
     let stdin = std::io::stdin().lock();
-    let mut count = 0usize;
+    let mut messages = Vec::new();
     for (n, value) in serde_json::Deserializer::from_reader(stdin)
         .into_iter::<Value>()
         .enumerate()
     {
         let position = n + 1;
-        let value = value.map_err(|e| {
+        let invalid = |e: String| {
             UsageError(format!(
-                "standard input, message #{position}: not valid JSON: {e}"
+                "standard input, message #{position}: {e}; nothing was appended"
             ))
-        })?;
-        let message = message_from_json(value)
-            .map_err(|e| UsageError(format!("standard input, message #{position}: {e}")))?;
-        let appended = thread.append(message, options)?;
-        report(&appended)?;
-        count += 1;
+        };
+        let value = value.map_err(|e| invalid(format!("not valid JSON: {e}")))?;
+        let message = message_from_json(value).map_err(invalid)?;
+        grove::store::validate_message(&message).map_err(|e| invalid(e.to_string()))?;
+        grove::atsf::normalize_timestamp(&message.timestamp).map_err(|e| invalid(e.to_string()))?;
+        messages.push(message);
     }
-    if count == 0 {
+    if messages.is_empty() {
         return Err(UsageError("standard input held no message object".into()).into());
     }
-    Ok(super::exit::SUCCESS)
+    Ok(messages)
 }
 
 /// Turns a JSON object into a message, filling `id` and `timestamp` when missing.

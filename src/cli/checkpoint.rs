@@ -71,7 +71,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
                 meta.thread_id,
                 g.current_commit
                     .as_deref()
-                    .map(|c| &c[..c.len().min(12)])
+                    .map(|c| super::output::head(c, 12))
                     .unwrap_or("?"),
                 g.commits_made.len(),
                 if g.dirty { ", uncommitted changes" } else { "" }

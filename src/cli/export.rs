@@ -45,15 +45,9 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let done = match &args.output {
         Some(path) => {
             let path = cwd.join(path);
-            let dir = path
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
+            refuse_thread_file(&path)?;
             // Built aside and renamed: FILE is whole or untouched.
-            let mut tmp = tempfile::Builder::new()
-                .prefix(".grove-export-")
-                .tempfile_in(dir)
-                .map_err(|e| anyhow::anyhow!("cannot write in {}: {e}", dir.display()))?;
+            let mut tmp = grove::fsutil::temp_file_beside(&path)?;
             let mut w = std::io::BufWriter::new(tmp.as_file_mut());
             let done = export::export(&thread, format, &mut w)?;
             w.flush()?;
@@ -85,9 +79,46 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         }
     };
     for e in &done.skipped {
-        out.warn(&format!("skipped a malformed line: {e}"));
+        out.warn(&format!("skipped: {e}"));
     }
     Ok(super::exit::SUCCESS)
+}
+
+/// `-o` never writes over a file of a thread — anything under a
+/// `.agent/threads/` or grove's cache — wherever links lead: replacing a
+/// `messages.jsonl` with its own export would lose the conversation.
+fn refuse_thread_file(path: &Path) -> anyhow::Result<()> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| super::UsageError(format!("-o {} names no file", path.display())))?;
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let dir = parent
+        .canonicalize()
+        .map_err(|e| anyhow::anyhow!("cannot write in {}: {e}", parent.display()))?;
+    let mut target = dir.join(name);
+    if let Ok(resolved) = target.canonicalize() {
+        target = resolved;
+    }
+    let names: Vec<&std::ffi::OsStr> = target.iter().collect();
+    let in_threads = names
+        .windows(2)
+        .any(|w| w[0] == grove::atsf::AGENT_DIR && w[1] == grove::atsf::THREADS_DIR);
+    let in_cache = grove::home::cache_root()
+        .ok()
+        .and_then(|c| c.canonicalize().ok())
+        .is_some_and(|c| target.starts_with(c));
+    if in_threads || in_cache {
+        return Err(grove::Error::Refused(format!(
+            "not writing the export to {}: it is inside a thread's files, and would replace them; \
+             choose a path outside .agent/threads/ and grove's cache",
+            target.display()
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 fn format_name(format: Format) -> &'static str {

@@ -96,6 +96,19 @@ fn report(derived: &Derived, parent: &str, child: &ChildArgs, out: &Output) -> a
     if let Some(why) = &derived.no_worktree_reason {
         out.status(&format!("grove: {why}; the new thread has none either"));
     }
+    for p in &derived.problems {
+        out.warn(p);
+    }
+    if let Some(code) = derived
+        .task
+        .as_ref()
+        .and_then(|t| super::new::interrupted_exit(t, out))
+    {
+        if let Some(task) = &derived.task {
+            out.line(&task.worktree.display().to_string())?;
+        }
+        return Ok(code);
+    }
     let failed = match &derived.task {
         Some(task) => super::new::report_created(task, out),
         None => {

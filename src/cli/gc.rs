@@ -5,13 +5,16 @@ use std::path::Path;
 
 use grove::discovery::{self, Options};
 use grove::project::Project;
+use grove::recover::Leftovers;
 use grove::worktree::gc::{self, Criteria};
 use grove::worktree::{self, RemoveOptions, Repo};
 use serde_json::json;
 
 use super::{Output, UsageError};
 
-/// Remove stale worktrees: merged into the default branch, missing, or idle.
+/// Remove stale worktrees: merged into the default branch, missing, or idle;
+/// and finish or undo what interrupted grove runs left (staging and trash
+/// directories, worktrees made without a thread, half-done removals).
 ///
 /// Without --yes it only shows what it would do. Locked worktrees are never
 /// touched; dirty or unpushed ones are skipped unless --force. With no
@@ -73,8 +76,23 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
             statuses: true,
         },
     )?;
+    for e in &found.errors {
+        out.warn(&format!("skipped a thread: {e}"));
+    }
     let mut picked = gc::select(&found.threads, criteria, jiff::Timestamp::now());
     let apply = args.yes && !args.dry_run;
+    // What killed grove processes left: recorded in their intent journals.
+    let leftovers = Leftovers::scan()?;
+    let findings = leftovers.findings();
+    let mut errors: Vec<String> = Vec::new();
+    let mut temps = 0;
+    if apply {
+        errors.extend(leftovers.apply().iter().map(ToString::to_string));
+        match remove_stale_temps(&project, &repo, &found.threads) {
+            Ok(n) => temps = n,
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
 
     if apply {
         let todo = picked.iter().filter(|(_, c)| c.skip.is_none()).count() as u64;
@@ -117,13 +135,41 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     }
 
     let candidates: Vec<_> = picked.into_iter().map(|(_, c)| c).collect();
+    for e in &errors {
+        out.warn(e);
+    }
     if args.json {
-        out.json(&json!({ "applied": apply, "worktrees": candidates }))?;
-        return Ok(super::exit::SUCCESS);
+        out.json(&json!({
+            "applied": apply,
+            "worktrees": candidates,
+            "leftovers": findings,
+            "tempFilesRemoved": temps,
+            "errors": errors,
+        }))?;
+        return Ok(exit_code(&errors));
+    }
+    let s = out.style();
+    for f in &findings {
+        out.line(&format!(
+            "{}  {}  {}: {}",
+            s.text(f.op),
+            s.text(&f.path.display().to_string()),
+            if apply { "done" } else { "would" },
+            s.text(&f.action)
+        ))?;
+    }
+    if temps > 0 {
+        out.status(&format!(
+            "grove: removed {temps} temp file(s) of interrupted writes"
+        ));
     }
     if candidates.is_empty() {
-        out.status("grove: nothing to clean up");
-        return Ok(super::exit::SUCCESS);
+        if findings.is_empty() {
+            out.status("grove: nothing to clean up");
+        } else if !apply {
+            out.status("grove: dry run; pass --yes to clean up what interrupted runs left");
+        }
+        return Ok(exit_code(&errors));
     }
     for c in &candidates {
         let action = match (&c.skip, apply) {
@@ -133,15 +179,44 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         };
         out.line(&format!(
             "{}  {}  [{}]  {}  {}",
-            super::output::short_id(&c.thread_id),
-            c.worktree_path.as_deref().unwrap_or("-"),
+            s.text(super::output::short_id(&c.thread_id)),
+            s.text(c.worktree_path.as_deref().unwrap_or("-")),
             c.reasons.join(", "),
-            action,
-            c.title
+            s.text(&action),
+            s.text(&c.title)
         ))?;
     }
     if !apply {
         out.status("grove: dry run; pass --yes to remove");
     }
-    Ok(super::exit::SUCCESS)
+    Ok(exit_code(&errors))
+}
+
+fn exit_code(errors: &[String]) -> u8 {
+    if errors.is_empty() {
+        super::exit::SUCCESS
+    } else {
+        super::exit::ERROR
+    }
+}
+
+/// Removes the temp files killed writers left — in the repository's
+/// `info/`, its cache, and every thread directory found — each under the
+/// lock its writers hold, so a write in progress is never taken for one.
+fn remove_stale_temps(
+    project: &Project,
+    repo: &Repo,
+    threads: &[discovery::Found],
+) -> anyhow::Result<usize> {
+    let mut removed = 0;
+    let exclude = grove::worktree::exclude::exclude_file(&repo.git, &project.main_root)?;
+    removed += grove::worktree::exclude::remove_stale_temps(&exclude)?.len();
+    removed += grove::cache::remove_stale_temps(&project.main_root)?.len();
+    for f in threads.iter().filter(|f| !f.from_cache) {
+        if let Ok(lock) = f.thread.lock() {
+            removed += grove::fsutil::remove_stale_temps(f.thread.dir())?.len();
+            drop(lock);
+        }
+    }
+    Ok(removed)
 }

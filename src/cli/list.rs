@@ -51,7 +51,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         },
     )?;
     for e in &found.errors {
-        out.warn(&format!("skipped a thread: {e}"));
+        out.warn(&format!("skipped: {e}"));
     }
     let all_threads = found.threads.clone();
     let mut threads = found.threads;
@@ -133,7 +133,12 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
                 st @ "removed" => s.dim(&format!("{st:<7}")),
                 st => format!("{st:<7}"),
             };
-            let tags: String = f.meta.tags().iter().map(|t| format!(" #{t}")).collect();
+            let tags: String = f
+                .meta
+                .tags()
+                .iter()
+                .map(|t| format!(" #{}", s.text(t)))
+                .collect();
             let archived = if f.meta.is_archived() {
                 " (archived)"
             } else {
@@ -142,19 +147,19 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
             writeln!(
                 w,
                 "{}  {}  {}  {:>5} msgs  {:<20}  {}{}{}",
-                s.yellow(&format!("{id:<8}")),
+                s.yellow(&format!("{:<8}", s.text(id))),
                 status,
-                s.dim(&human_time(&f.meta.updated_at)),
+                s.dim(&s.text(&human_time(&f.meta.updated_at))),
                 f.meta.stats.message_count,
-                f.branch.as_deref().unwrap_or("-"),
-                f.meta.title,
+                s.text(f.branch.as_deref().unwrap_or("-")),
+                s.text(&f.meta.title),
                 s.cyan(&tags),
                 s.dim(archived)
             )?;
             if let Some(summary) = &f.meta.conversation_summary {
                 let line = summary.lines().next().unwrap_or("");
                 let short: String = line.chars().take(100).collect();
-                writeln!(w, "{:10}{}", "", s.dim(&format!("↳ {short}")))?;
+                writeln!(w, "{:10}{}", "", s.dim(&format!("↳ {}", s.text(&short))))?;
             }
             let next = f.meta.next_steps.as_deref().unwrap_or_default();
             if !next.is_empty() {
@@ -162,7 +167,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
                     w,
                     "{:10}{}",
                     "",
-                    s.dim(&format!("next: {}", next.join("; ")))
+                    s.dim(&format!("next: {}", s.text(&next.join("; "))))
                 )?;
             }
         }

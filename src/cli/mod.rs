@@ -106,6 +106,8 @@ pub fn main() -> ExitCode {
     };
     let out = Output::new(cli.color);
     let result = run(cli, &out);
+    // Every step done: this run's intent journal goes.
+    grove::intent::close();
     match result {
         Ok(code) => ExitCode::from(code),
         Err(err) => report(&out, &err),

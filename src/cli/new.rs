@@ -72,7 +72,8 @@ pub struct TaskArgs {
     #[arg(long)]
     pub trust: bool,
 
-    /// Exit with code 3 when a hook failed or timed out (the worktree is kept).
+    /// Exit with code 3 when a hook failed or timed out, or something else
+    /// went wrong once the worktree existed (the worktree is kept).
     #[arg(long)]
     pub strict: bool,
 }
@@ -112,16 +113,16 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let created = worktree::create(&project, &task, &reporter, &ask_trust)?;
     drop(reporter);
     let failed = report_created(&created, out);
+    if let Some(code) = interrupted_exit(&created, out) {
+        if args.json {
+            out.json(&created_json(&created))?;
+        } else {
+            out.line(&created.worktree.display().to_string())?;
+        }
+        return Ok(code);
+    }
     if args.json {
-        out.json(&serde_json::json!({
-            "threadId": created.meta.thread_id,
-            "title": created.meta.title,
-            "branch": created.branch,
-            "worktreePath": created.worktree,
-            "threadDir": created.thread.dir(),
-            "hooks": created.hooks,
-            "carried": created.carried,
-        }))?;
+        out.json(&created_json(&created))?;
     } else {
         out.line(&created.worktree.display().to_string())?;
     }
@@ -138,8 +139,34 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     Ok(super::exit::SUCCESS)
 }
 
-/// Reports a created task on stderr (hooks, carried changes, where it is);
-/// returns the number of failed hooks.
+fn created_json(created: &worktree::CreatedTask) -> serde_json::Value {
+    serde_json::json!({
+        "threadId": created.meta.thread_id,
+        "title": created.meta.title,
+        "branch": created.branch,
+        "worktreePath": created.worktree,
+        "threadDir": created.thread.dir(),
+        "hooks": created.hooks,
+        "carried": created.carried,
+        "problems": created.problems,
+        "interrupted": created.interrupted.map(grove::hooks::interrupt::signal_name),
+    })
+}
+
+/// When a signal interrupted the hooks: says so, and gives the exit code
+/// (128 + the signal, as a shell reports it).
+pub fn interrupted_exit(created: &worktree::CreatedTask, out: &Output) -> Option<u8> {
+    let signal = created.interrupted?;
+    out.warn(&format!(
+        "interrupted by {}: the running hook was stopped with its processes, the rest skipped; \
+         the worktree and its thread are kept",
+        grove::hooks::interrupt::signal_name(signal)
+    ));
+    Some(u8::try_from(128 + signal).unwrap_or(super::exit::ERROR))
+}
+
+/// Reports a created task on stderr (hooks, carried changes, problems, where
+/// it is); returns the number of failed hooks and problems.
 pub fn report_created(created: &worktree::CreatedTask, out: &Output) -> usize {
     let count = |status| created.hooks.iter().filter(|h| h.status == status).count();
     let failed = created.hooks.iter().filter(|h| h.is_failure()).count();
@@ -157,13 +184,16 @@ pub fn report_created(created: &worktree::CreatedTask, out: &Output) -> usize {
             c.staged, c.unstaged, c.untracked
         ));
     }
+    for p in &created.problems {
+        out.warn(p);
+    }
     out.status(&format!(
         "grove: created {} on branch {} (thread {})",
         created.worktree.display(),
         created.branch,
         created.meta.thread_id
     ));
-    failed
+    failed + created.problems.len()
 }
 
 fn new_local(
@@ -178,6 +208,11 @@ fn new_local(
     let meta = threads::new_meta(title, agent, project.context());
     let prompts: Vec<String> = prompt.into_iter().collect();
     let (thread, meta) = threads::start(&store, &meta, &prompts)?;
+    if let Err(e) = grove::discovery::cache_if_in_worktree(project, &thread) {
+        out.warn(&format!(
+            "the thread is not in grove's cache yet (the next `grove list` retries): {e}"
+        ));
+    }
     if json {
         out.json(&serde_json::json!({
             "threadId": meta.thread_id,
@@ -201,7 +236,13 @@ fn new_local(
 pub(super) fn ask_trust(commands: &[PostSetupCommand]) -> bool {
     let mut lines =
         vec!["This repository's .agent/config.json wants to run in the new worktree:".to_string()];
-    lines.extend(commands.iter().map(|c| format!("  $ {}", c.command)));
+    // Each command exactly as it will run, on one line: a carriage return or
+    // an escape sequence cannot hide one command behind another.
+    lines.extend(
+        commands
+            .iter()
+            .map(|c| format!("  $ {}", super::output::escape_line(&c.command))),
+    );
     super::output::confirm(&lines, "Trust these commands for this repository?")
 }
 

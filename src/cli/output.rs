@@ -1,6 +1,7 @@
 //! Where output goes and how it looks: data on stdout, messages on stderr,
 //! colour decided once.
 
+use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
 
 use serde::Serialize;
@@ -17,6 +18,10 @@ pub enum ColorChoice {
 pub struct Output {
     color_stdout: bool,
     color_stderr: bool,
+    /// Untrusted text written to stdout is escaped (a terminal, or colour forced).
+    escape_stdout: bool,
+    /// Messages on stderr are escaped (a terminal).
+    escape_stderr: bool,
 }
 
 fn no_color_env() -> bool {
@@ -37,32 +42,53 @@ impl Output {
                 )
             }
         };
+        let forced = matches!(choice, ColorChoice::Always);
         Output {
             color_stdout: stdout,
             color_stderr: stderr,
+            escape_stdout: forced || std::io::stdout().is_terminal(),
+            escape_stderr: forced || std::io::stderr().is_terminal(),
         }
     }
 
     /// Styles for text written to stdout.
     pub fn style(&self) -> Style {
-        Style(self.color_stdout)
+        Style {
+            color: self.color_stdout,
+            escape: self.escape_stdout,
+        }
+    }
+
+    fn on_stderr<'a>(&self, message: &'a str) -> Cow<'a, str> {
+        if self.escape_stderr {
+            escape(message, true)
+        } else {
+            Cow::Borrowed(message)
+        }
     }
 
     /// A status line on stderr.
     pub fn status(&self, message: &str) {
-        eprintln!("{message}");
+        eprintln!("{}", self.on_stderr(message));
     }
 
     /// A warning on stderr.
     pub fn warn(&self, message: &str) {
-        let label = Style(self.color_stderr).paint("33;1", "warning:");
-        eprintln!("{label} {message}");
+        let label = self.stderr_style().paint("33;1", "warning:");
+        eprintln!("{label} {}", self.on_stderr(message));
     }
 
     /// An error on stderr.
     pub fn error(&self, message: &str) {
-        let label = Style(self.color_stderr).paint("31;1", "error:");
-        eprintln!("{label} {message}");
+        let label = self.stderr_style().paint("31;1", "error:");
+        eprintln!("{label} {}", self.on_stderr(message));
+    }
+
+    fn stderr_style(&self) -> Style {
+        Style {
+            color: self.color_stderr,
+            escape: self.escape_stderr,
+        }
     }
 
     /// Prints `value` as pretty JSON on stdout.
@@ -74,24 +100,48 @@ impl Output {
         Ok(())
     }
 
-    /// Prints a line of data on stdout.
+    /// Prints a line of data on stdout (escaped on a terminal: it may hold
+    /// a title or a path from a repository).
     pub fn line(&self, text: &str) -> anyhow::Result<()> {
         let mut stdout = std::io::stdout().lock();
-        writeln!(stdout, "{text}")?;
+        writeln!(stdout, "{}", self.style().block(text))?;
         Ok(())
     }
 }
 
-/// ANSI styling, or none.
+/// ANSI styling, or none; and whether untrusted text is escaped.
 #[derive(Clone, Copy)]
-pub struct Style(bool);
+pub struct Style {
+    color: bool,
+    escape: bool,
+}
 
 impl Style {
     fn paint(self, code: &str, text: &str) -> String {
-        if self.0 {
+        if self.color {
             format!("\x1b[{code}m{text}\x1b[0m")
         } else {
             text.to_string()
+        }
+    }
+
+    /// One line of untrusted text (a title, a branch, a label): on a
+    /// terminal, every control character is shown escaped, newlines too.
+    pub fn text<'a>(self, text: &'a str) -> Cow<'a, str> {
+        if self.escape {
+            escape(text, false)
+        } else {
+            Cow::Borrowed(text)
+        }
+    }
+
+    /// Untrusted text of several lines (a message): like [`Style::text`],
+    /// but newlines and tabs stay.
+    pub fn block<'a>(self, text: &'a str) -> Cow<'a, str> {
+        if self.escape {
+            escape(text, true)
+        } else {
+            Cow::Borrowed(text)
         }
     }
     pub fn bold(self, text: &str) -> String {
@@ -117,11 +167,61 @@ impl Style {
     }
 }
 
+/// Whether `c` may drive a terminal: C0 and C1 control characters, DEL, and
+/// the bidirectional overrides and isolates (which reorder what is shown).
+fn is_unsafe(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` with every character that could drive a terminal shown escaped:
+/// `\x1b`, `\r`, `\u{202e}`. With `keep_lines`, `\n`, `\t` and the `\r` of
+/// a `\r\n` stay as they are.
+///
+/// ```ignore
+/// assert_eq!(escape("evil #\r  $ npm ci", false), "evil #\\r  $ npm ci");
+/// ```
+pub fn escape(text: &str, keep_lines: bool) -> Cow<'_, str> {
+    if !text.chars().any(is_unsafe) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\n' | '\t' if keep_lines => out.push(c),
+            '\r' if keep_lines && chars.peek() == Some(&'\n') => {}
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x80 && is_unsafe(c) => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c if is_unsafe(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// One line for a terminal, whatever `text` holds (the commands of the
+/// trust question: each shown exactly as it runs, on one line).
+pub fn escape_line(text: &str) -> Cow<'_, str> {
+    escape(text, false)
+}
+
 /// A timestamp for people: `2025-02-14 10:30:15Z`; the raw string if unparsable.
 pub fn human_time(ts: &str) -> String {
     match ts.parse::<jiff::Timestamp>() {
         Ok(t) => t.strftime("%Y-%m-%d %H:%M:%SZ").to_string(),
         Err(_) => ts.to_string(),
+    }
+}
+
+/// The first `n` characters of `text` (never cut inside a character).
+pub fn head(text: &str, n: usize) -> &str {
+    match text.char_indices().nth(n) {
+        Some((at, _)) => &text[..at],
+        None => text,
     }
 }
 
@@ -146,7 +246,7 @@ pub fn confirm(lines: &[String], question: &str) -> bool {
     }
     let mut err = std::io::stderr().lock();
     for l in lines {
-        let _ = writeln!(err, "{l}");
+        let _ = writeln!(err, "{}", escape(l, false));
     }
     let _ = write!(err, "{question} [y/N] ");
     let _ = err.flush();
@@ -155,4 +255,22 @@ pub fn confirm(lines: &[String], question: &str) -> bool {
         return false;
     }
     matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape;
+
+    #[test]
+    fn control_and_bidi_characters_are_shown_escaped() {
+        assert_eq!(escape("evil #\r  $ npm ci", false), "evil #\\r  $ npm ci");
+        assert_eq!(escape("a\x1b[2Jb\x07", false), "a\\x1b[2Jb\\x07");
+        assert_eq!(escape("x\u{202e}y\u{9b}", false), "x\\u{202e}y\\u{9b}");
+        assert_eq!(escape("one\ntwo", false), "one\\ntwo");
+        assert_eq!(escape("one\r\ntwo\tx", true), "one\ntwo\tx");
+        assert_eq!(
+            escape("plain text — ünïcode", false),
+            "plain text — ünïcode"
+        );
+    }
 }

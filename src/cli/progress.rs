@@ -68,6 +68,7 @@ pub fn describe(o: &HookOutcome) -> String {
         HookStatus::Ok => "ok",
         HookStatus::Failed => "FAILED",
         HookStatus::TimedOut => "TIMED OUT",
+        HookStatus::Interrupted => "INTERRUPTED",
         HookStatus::Skipped => "skipped",
     };
     let mut line = format!("grove: hook {status}: {}", o.label);

@@ -2,12 +2,16 @@
 
 use std::path::Path;
 
+use grove::discovery;
+use grove::project::Project;
 use serde_json::json;
 
 use super::Output;
 
-/// Repair a thread: set aside an incomplete last line, recompute stats from
-/// messages.jsonl, and report malformed lines (they are kept, not deleted).
+/// Repair a thread: bring back from grove's cache what the thread lost (a
+/// deleted or shortened messages.jsonl, assets), set aside an incomplete last
+/// line, recompute stats from messages.jsonl, and report malformed lines
+/// (they are kept, not deleted).
 #[derive(clap::Args)]
 pub struct Args {
     /// Thread id or a unique prefix of it.
@@ -19,8 +23,24 @@ pub struct Args {
 }
 
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
-    let thread = super::resolve_thread(cwd, &args.thread)?;
-    let report = thread.repair()?;
+    let project = Project::discover(cwd)?;
+    let thread = discovery::find_thread(&project, &args.thread)?;
+    let cache = discovery::cache_copy_for(&project, &thread);
+    let report = thread.repair_from(cache.as_deref())?;
+    if let Some(r) = &report.restored {
+        if let Some(saved) = &r.diverged_saved_to {
+            out.warn(&format!(
+                "the log was not a part of grove's cached copy; it was kept as {}",
+                saved.display()
+            ));
+        }
+        out.status(&format!(
+            "grove: restored {} bytes of the log and {} other file(s) from {}",
+            r.bytes,
+            r.files,
+            r.from.display()
+        ));
+    }
     let bad: Vec<String> = report.bad_lines.iter().map(ToString::to_string).collect();
     if args.json {
         out.json(&json!({
@@ -30,6 +50,12 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
             "statsBefore": report.stats_before,
             "statsAfter": report.stats_after,
             "rewroteThreadJson": report.rewrote_meta,
+            "restored": report.restored.as_ref().map(|r| json!({
+                "from": r.from,
+                "bytes": r.bytes,
+                "files": r.files,
+                "divergedSavedTo": r.diverged_saved_to,
+            })),
         }))?;
         return Ok(super::exit::SUCCESS);
     }

@@ -19,7 +19,8 @@ pub struct Args {
     /// Thread id or a unique prefix of it.
     thread: String,
 
-    /// Remove even with uncommitted or unpushed work, and delete an unmerged branch.
+    /// Remove even with uncommitted or unsaved work (commits only this
+    /// worktree holds), and delete grove's unmerged branch.
     #[arg(long)]
     force: bool,
 
@@ -27,7 +28,9 @@ pub struct Args {
     #[arg(long)]
     keep_branch: bool,
 
-    /// Do not keep the thread in the cache: its conversation is deleted with the worktree.
+    /// Do not keep the threads in the cache: their conversations are deleted
+    /// with the worktree (refused without --force when the worktree holds
+    /// more than this one thread).
     #[arg(long)]
     purge: bool,
 
@@ -46,6 +49,18 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         purge: args.purge,
     };
     let removed = worktree::remove(&repo, &found, options)?;
+    if removed.threads.len() > 1 {
+        out.status(&format!(
+            "grove: the worktree held {} threads: {}{}",
+            removed.threads.len(),
+            removed.threads.join(", "),
+            if args.purge {
+                " (all deleted)"
+            } else {
+                " (all kept in the cache)"
+            }
+        ));
+    }
     if let Some(why) = &removed.branch_kept {
         out.status(&format!("grove: kept branch: {why}"));
     }

@@ -112,10 +112,10 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
                 writeln!(
                     w,
                     "{}  #{:<4} {:<6} {}  {}",
-                    style.yellow(id),
+                    style.yellow(&style.text(id)),
                     hit.index,
                     hit.role.as_str(),
-                    style.dim(&human_time(&hit.timestamp)),
+                    style.dim(&style.text(&human_time(&hit.timestamp))),
                     highlight(style, &hit.line, &hit.matches)
                 )?;
             }
@@ -164,11 +164,11 @@ fn highlight(s: Style, line: &str, matches: &[(usize, usize)]) -> String {
         if a < pos || b > to {
             continue;
         }
-        out.push_str(&line[pos..a]);
-        out.push_str(&s.red(&s.bold(&line[a..b])));
+        out.push_str(&s.text(&line[pos..a]));
+        out.push_str(&s.red(&s.bold(&s.text(&line[a..b]))));
         pos = b;
     }
-    out.push_str(&line[pos..to]);
+    out.push_str(&s.text(&line[pos..to]));
     if to < line.len() {
         out.push('…');
     }

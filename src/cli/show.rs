@@ -131,22 +131,22 @@ fn write_header(
     meta: &ThreadMeta,
     dir: &Path,
 ) -> std::io::Result<()> {
-    writeln!(w, "{}", s.bold(&meta.title))?;
-    writeln!(w, "{} {}", s.dim("id:     "), meta.thread_id)?;
+    writeln!(w, "{}", s.bold(&s.text(&meta.title)))?;
+    writeln!(w, "{} {}", s.dim("id:     "), s.text(&meta.thread_id))?;
     writeln!(
         w,
         "{} {} ({})",
         s.dim("agent:  "),
-        meta.agent.name,
-        meta.agent.id
+        s.text(&meta.agent.name),
+        s.text(&meta.agent.id)
     )?;
     writeln!(
         w,
         "{} {}   {} {}",
         s.dim("created:"),
-        human_time(&meta.created_at),
+        s.text(&human_time(&meta.created_at)),
         s.dim("updated:"),
-        human_time(&meta.updated_at)
+        s.text(&human_time(&meta.updated_at))
     )?;
     if let Some(branch) = &meta.context.git_branch {
         let commit = meta.context.git_commit.as_deref().unwrap_or("");
@@ -154,12 +154,12 @@ fn write_header(
             w,
             "{} {} {}",
             s.dim("branch: "),
-            branch,
-            &commit[..commit.len().min(12)]
+            s.text(branch),
+            s.text(super::output::head(commit, 12))
         )?;
     }
     if let Some(wt) = &meta.context.worktree {
-        writeln!(w, "{} {}", s.dim("worktree:"), wt.path)?;
+        writeln!(w, "{} {}", s.dim("worktree:"), s.text(&wt.path))?;
     }
     let st = &meta.stats;
     writeln!(
@@ -171,7 +171,12 @@ fn write_header(
         st.agent_message_count,
         st.tool_call_count
     )?;
-    writeln!(w, "{} {}", s.dim("dir:    "), dir.display())?;
+    writeln!(
+        w,
+        "{} {}",
+        s.dim("dir:    "),
+        s.text(&dir.display().to_string())
+    )?;
     Ok(())
 }
 
@@ -185,8 +190,12 @@ fn write_extensions(
     let name = |id: &str| -> String {
         let short = super::output::short_id(id);
         match graph.and_then(|g| g.node(id)) {
-            Some(n) if n.exists => format!("{short} \"{}\"", n.title.as_deref().unwrap_or("")),
-            _ => format!("{short} {}", s.dim("(deleted)")),
+            Some(n) if n.exists => format!(
+                "{} \"{}\"",
+                s.text(short),
+                s.text(n.title.as_deref().unwrap_or(""))
+            ),
+            _ => format!("{} {}", s.text(short), s.dim("(deleted)")),
         }
     };
     if meta.is_archived() {
@@ -213,7 +222,12 @@ fn write_extensions(
             .comment
             .as_deref()
             .and_then(|c| c.lines().next())
-            .map(|c| s.dim(&format!(" — {}", c.chars().take(80).collect::<String>())))
+            .map(|c| {
+                s.dim(&format!(
+                    " — {}",
+                    s.text(&c.chars().take(80).collect::<String>())
+                ))
+            })
             .unwrap_or_default();
         writeln!(
             w,
@@ -226,13 +240,18 @@ fn write_extensions(
     let tags = meta.tags();
     if !tags.is_empty() {
         let tags: Vec<String> = tags.iter().map(|t| format!("#{t}")).collect();
-        writeln!(w, "{} {}", s.dim("tags:   "), s.cyan(&tags.join(" ")))?;
+        writeln!(
+            w,
+            "{} {}",
+            s.dim("tags:   "),
+            s.cyan(&s.text(&tags.join(" ")))
+        )?;
     }
     if let Some(summary) = &meta.conversation_summary {
-        writeln!(w, "{} {summary}", s.dim("summary:"))?;
+        writeln!(w, "{} {}", s.dim("summary:"), s.block(summary))?;
     }
     for step in meta.next_steps.as_deref().unwrap_or_default() {
-        writeln!(w, "{} {step}", s.dim("next:   "))?;
+        writeln!(w, "{} {}", s.dim("next:   "), s.text(step))?;
     }
     if let Some(g) = &meta.git {
         let current = g.current_commit.as_deref().unwrap_or("");
@@ -240,8 +259,8 @@ fn write_extensions(
             w,
             "{} {} at {}, {} commit(s) since start{}{}",
             s.dim("checkpoint:"),
-            human_time(g.checkpointed_at.as_deref().unwrap_or("")),
-            &current[..current.len().min(12)],
+            s.text(&human_time(g.checkpointed_at.as_deref().unwrap_or(""))),
+            s.text(super::output::head(current, 12)),
             g.commits_made.len(),
             if g.dirty { ", uncommitted changes" } else { "" },
             meta.files_touched
@@ -250,7 +269,7 @@ fn write_extensions(
                 .unwrap_or_default()
         )?;
         for c in &g.commits_made {
-            writeln!(w, "            {c}")?;
+            writeln!(w, "            {}", s.text(c))?;
         }
     }
     Ok(())
@@ -275,22 +294,22 @@ fn write_message(
     let model = m
         .model
         .as_deref()
-        .map(|x| format!(" · {x}"))
+        .map(|x| format!(" · {}", s.text(x)))
         .unwrap_or_default();
     writeln!(
         w,
         "── #{index} {} · {}{}",
         role_label(s, m.role),
-        s.dim(&human_time(&m.timestamp)),
+        s.dim(&s.text(&human_time(&m.timestamp))),
         s.dim(&model)
     )?;
     for block in &m.content {
         match block {
-            ContentBlock::Text { text, .. } => writeln!(w, "{text}")?,
+            ContentBlock::Text { text, .. } => writeln!(w, "{}", s.block(text))?,
             ContentBlock::Thinking { text, .. } => {
                 if args.thinking {
                     for line in text.lines() {
-                        writeln!(w, "{}", s.dim(&format!("│ {line}")))?;
+                        writeln!(w, "{}", s.dim(&format!("│ {}", s.text(line))))?;
                     }
                 } else {
                     writeln!(w, "{}", s.dim("[thinking hidden; --thinking shows it]"))?;
@@ -299,10 +318,18 @@ fn write_message(
             ContentBlock::Image(img) => {
                 let name = img.asset_ref.as_deref().unwrap_or("inline data");
                 let mime = img.mime_type.as_deref().unwrap_or("unknown type");
-                writeln!(w, "{}", s.dim(&format!("[image: {name}, {mime}]")))?;
+                writeln!(
+                    w,
+                    "{}",
+                    s.dim(&format!("[image: {}, {}]", s.text(name), s.text(mime)))
+                )?;
             }
             ContentBlock::Unknown(_) => {
-                writeln!(w, "{}", s.dim(&format!("[{} block]", block.type_name())))?;
+                writeln!(
+                    w,
+                    "{}",
+                    s.dim(&format!("[{} block]", s.text(block.type_name())))
+                )?;
             }
         }
     }
@@ -315,20 +342,26 @@ fn write_message(
         let title = call
             .title
             .as_deref()
-            .map(|t| format!(" {t}"))
+            .map(|t| format!(" {}", s.text(t)))
             .unwrap_or_default();
-        writeln!(w, "  ⚙ {}{} [{}]", s.bold(&call.name), title, status)?;
+        writeln!(
+            w,
+            "  ⚙ {}{} [{}]",
+            s.bold(&s.text(&call.name)),
+            title,
+            status
+        )?;
         for (label, value) in [("in ", &call.input), ("out", &call.output)] {
             if let Some(v) = value {
                 write_excerpt(w, s, label, v, args.full)?;
             }
         }
         if let Some(diff) = &call.diff {
-            writeln!(w, "    {} {}", s.dim("diff"), diff.path)?;
+            writeln!(w, "    {} {}", s.dim("diff"), s.text(&diff.path))?;
         }
     }
     if let Some(reason) = &m.stop_reason {
-        writeln!(w, "{}", s.dim(&format!("[stop: {reason}]")))?;
+        writeln!(w, "{}", s.dim(&format!("[stop: {}]", s.text(reason))))?;
     }
     Ok(())
 }
@@ -351,7 +384,7 @@ fn write_excerpt(
             line.chars().take(WIDTH).collect()
         };
         let prefix = if i == 0 { label } else { "   " };
-        writeln!(w, "    {} {}", s.dim(prefix), line)?;
+        writeln!(w, "    {} {}", s.dim(prefix), s.text(&line))?;
     }
     if shown < total {
         writeln!(

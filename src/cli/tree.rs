@@ -110,12 +110,12 @@ fn describe(s: Style, id: &str, node: Option<&Node>, marked: bool) -> String {
             let archived = if n.archived { ", archived" } else { "" };
             format!(
                 "{}  {}  {}",
-                s.yellow(short),
-                n.title.as_deref().unwrap_or(""),
+                s.yellow(&s.text(short)),
+                s.text(n.title.as_deref().unwrap_or("")),
                 s.dim(&format!("[{status}{archived}]"))
             )
         }
-        _ => format!("{}  {}", s.yellow(short), s.dim("(deleted)")),
+        _ => format!("{}  {}", s.yellow(&s.text(short)), s.dim("(deleted)")),
     };
     if marked {
         format!("{} {text}", s.bold("*"))

@@ -29,7 +29,12 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         return Ok(super::exit::SUCCESS);
     }
     let hash = commands_hash(&commands);
-    TrustStore::open()?.trust(&project.main_root, &hash)?;
+    if let Some(saved) = TrustStore::open()?.trust(&project.main_root, &hash)? {
+        out.warn(&format!(
+            "the trust store could not be read; it was kept as {} and a new one started",
+            saved.display()
+        ));
+    }
     if args.json {
         let list: Vec<&str> = commands.iter().map(|c| c.command.as_str()).collect();
         out.json(
@@ -37,7 +42,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         )?;
     } else {
         for c in &commands {
-            out.status(&format!("  $ {}", c.command));
+            out.status(&format!("  $ {}", super::output::escape_line(&c.command)));
         }
         out.status(&format!(
             "grove: trusted these {} command(s) for {}",

@@ -13,11 +13,16 @@ use crate::atsf::{ContentBlock, Message, ThreadMeta};
 
 pub(super) struct Html {
     assets: PathBuf,
+    /// Asset files that were refused (a symbolic link), named by path.
+    refused: Vec<crate::Error>,
 }
 
 impl Html {
     pub(super) fn new(assets: PathBuf) -> Self {
-        Html { assets }
+        Html {
+            assets,
+            refused: Vec::new(),
+        }
     }
 }
 
@@ -138,6 +143,10 @@ impl Renderer for Html {
         writeln!(out, "</section>")
     }
 
+    fn refused(&mut self) -> Vec<crate::Error> {
+        std::mem::take(&mut self.refused)
+    }
+
     fn footer(&mut self, out: &mut dyn Write, _meta: &ThreadMeta) -> std::io::Result<()> {
         writeln!(
             out,
@@ -147,16 +156,29 @@ impl Renderer for Html {
 }
 
 impl Html {
-    fn image(&self, out: &mut dyn Write, img: &crate::atsf::ImageBlock) -> std::io::Result<()> {
+    fn image(&mut self, out: &mut dyn Write, img: &crate::atsf::ImageBlock) -> std::io::Result<()> {
         let mime = img
             .mime_type
             .as_deref()
             .unwrap_or("application/octet-stream");
-        let bytes = img
+        let bytes = match img
             .asset_ref
             .as_deref()
             .and_then(|r| asset_path(&self.assets, r))
-            .and_then(|p| std::fs::read(p).ok());
+            .map(|p| crate::fsutil::read(&p))
+        {
+            Some(Ok(bytes)) => Some(bytes),
+            // Never embedded: a linked asset could be any file of the machine.
+            Some(Err(e @ crate::Error::Symlink { .. })) => {
+                self.refused.push(e);
+                return writeln!(
+                    out,
+                    "<p><em>[image {} refused: it is a symbolic link]</em></p>",
+                    esc(img.asset_ref.as_deref().unwrap_or(""))
+                );
+            }
+            _ => None,
+        };
         match bytes {
             Some(bytes) if mime.starts_with("image/") => writeln!(
                 out,

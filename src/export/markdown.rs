@@ -61,7 +61,7 @@ impl Renderer for Markdown {
             writeln!(
                 out,
                 "- **Branch:** `{branch}` at `{}`",
-                &commit[..commit.len().min(12)]
+                commit.get(..12).unwrap_or(commit)
             )?;
         }
         let st = &meta.stats;

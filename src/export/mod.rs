@@ -25,12 +25,14 @@ pub enum Format {
 #[derive(Debug, Default)]
 pub struct Exported {
     pub messages: u64,
-    /// Malformed lines skipped (Markdown and HTML), each naming file and line.
+    /// Malformed lines skipped (Markdown and HTML), each naming file and
+    /// line, and assets refused (a symbolic link), each naming the file.
     pub skipped: Vec<Error>,
 }
 
 /// Writes `thread` to `out` in `format`.
 pub fn export(thread: &Thread, format: Format, out: &mut dyn Write) -> Result<Exported> {
+    thread.guard()?;
     let meta = thread.meta()?;
     match format {
         Format::Jsonl => export_jsonl(thread, out),
@@ -49,6 +51,10 @@ trait Renderer {
     fn header(&mut self, out: &mut dyn Write, meta: &ThreadMeta) -> std::io::Result<()>;
     fn message(&mut self, out: &mut dyn Write, index: u64, m: &Message) -> std::io::Result<()>;
     fn footer(&mut self, out: &mut dyn Write, meta: &ThreadMeta) -> std::io::Result<()>;
+    /// What the renderer refused to read (linked assets), reported as skipped.
+    fn refused(&mut self) -> Vec<Error> {
+        Vec::new()
+    }
 }
 
 fn render(
@@ -71,16 +77,15 @@ fn render(
         }
     }
     renderer.footer(out, meta).map_err(io)?;
+    done.skipped.extend(renderer.refused());
     Ok(done)
 }
 
 fn export_jsonl(thread: &Thread, out: &mut dyn Write) -> Result<Exported> {
     let snap = thread.snapshot()?;
     let path = thread.messages_path();
-    let file = match std::fs::File::open(&path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Exported::default()),
-        Err(e) => return Err(Error::io("opening", path, e)),
+    let Some(file) = crate::fsutil::open_read_opt(&path)? else {
+        return Ok(Exported::default());
     };
     let mut reader = std::io::BufReader::with_capacity(256 * 1024, file.take(snap.messages_len));
     let mut lines = 0u64;

@@ -40,11 +40,15 @@ fn shell(command: &str) -> duct::Expression {
 /// (stdout and stderr) going to `log`. On timeout the command's whole process
 /// tree is killed: it runs in a process group of its own (a new process
 /// group on Unix, `taskkill /T` on Windows), and the whole group gets SIGKILL.
+///
+/// While `watch` is given, a Ctrl-C (SIGINT), SIGTERM or SIGHUP that grove
+/// receives kills the group the same way, and the outcome is `interrupted`.
 pub fn run_command(
     spec: &PostSetupCommand,
     env: &CommandEnv,
     log: &Path,
     reporter: &dyn HookReporter,
+    watch: Option<&super::interrupt::Watch>,
 ) -> HookOutcome {
     let label = spec.label.clone().unwrap_or_else(|| spec.command.clone());
     let start = Instant::now();
@@ -74,14 +78,19 @@ pub fn run_command(
     reporter.started(&label);
     let timeout =
         Duration::from_millis(spec.timeout.unwrap_or(PostSetupCommand::DEFAULT_TIMEOUT_MS));
-    let files = File::create(log).and_then(|f| Ok((f.try_clone()?, f)));
-    let (out_file, err_file) = match files {
+    let files = crate::fsutil::create_truncate(log).and_then(|f| {
+        let copy = f
+            .try_clone()
+            .map_err(|e| crate::Error::io("opening", log, e))?;
+        Ok((copy, f))
+    });
+    let (out_file, err_file): (File, File) = match files {
         Ok(f) => f,
         Err(e) => {
             return outcome(
                 HookStatus::Failed,
                 None,
-                Some(format!("cannot create log {}: {e}", log.display())),
+                Some(format!("cannot create its log: {e}")),
             );
         }
     };
@@ -128,6 +137,21 @@ pub fn run_command(
                     Some(format!("waiting failed: {e}")),
                 );
             }
+        }
+        if let Some(signal) = watch.and_then(|w| w.received()) {
+            if let Some(pid) = pid {
+                kill_tree(pid);
+            }
+            let _ = handle.kill();
+            let _ = handle.wait();
+            return outcome(
+                HookStatus::Interrupted,
+                None,
+                Some(format!(
+                    "interrupted by {}; its processes were killed",
+                    super::interrupt::signal_name(signal)
+                )),
+            );
         }
         if start.elapsed() >= timeout {
             if let Some(pid) = pid {

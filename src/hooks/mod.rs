@@ -2,13 +2,14 @@
 //! what each step did.
 
 mod commands;
+pub mod interrupt;
 mod symlinks;
 mod trust;
 
 use serde::{Deserialize, Serialize};
 
 pub use commands::{CommandEnv, current_platform, run_command};
-pub use symlinks::{apply_symlink, checked_relative};
+pub use symlinks::{apply_symlink, checked_hook_path, checked_relative};
 pub use trust::{TrustStore, commands_hash};
 
 /// What kind of step a hook was.
@@ -27,6 +28,8 @@ pub enum HookStatus {
     Ok,
     Failed,
     TimedOut,
+    /// Stopped by Ctrl-C (SIGINT), SIGTERM or SIGHUP; its processes were killed.
+    Interrupted,
     Skipped,
 }
 
@@ -65,7 +68,10 @@ impl HookOutcome {
 
     /// Whether the step failed or timed out.
     pub fn is_failure(&self) -> bool {
-        matches!(self.status, HookStatus::Failed | HookStatus::TimedOut)
+        matches!(
+            self.status,
+            HookStatus::Failed | HookStatus::TimedOut | HookStatus::Interrupted
+        )
     }
 }
 

@@ -43,6 +43,48 @@ pub fn checked_relative(input: &str) -> Result<PathBuf, String> {
     Ok(out)
 }
 
+/// Checks a `worktreeHooks.symlinks` path: [`checked_relative`], and none of
+/// what could make it mean more than one path once written into
+/// `info/exclude` or shown on a terminal — a control character (a newline
+/// would start a rule of its own), a backslash, a trailing space, a leading
+/// `!` or `#`.
+///
+/// ```
+/// use grove::hooks::checked_hook_path;
+/// assert!(checked_hook_path(".env.local").is_ok());
+/// assert!(checked_hook_path("x\nsrc").is_err());
+/// assert!(checked_hook_path("!src").is_err());
+/// assert!(checked_hook_path("a\\b").is_err());
+/// assert!(checked_hook_path("node_modules ").is_err());
+/// ```
+pub fn checked_hook_path(input: &str) -> Result<PathBuf, String> {
+    if let Some(c) = input.chars().find(|c| c.is_control()) {
+        return Err(format!(
+            "{input:?} holds the control character {c:?}; paths must be plain names"
+        ));
+    }
+    if input.contains('\\') {
+        return Err(format!(
+            "{input:?} holds a backslash; separate directories with `/`"
+        ));
+    }
+    if input.starts_with('!') || input.starts_with('#') {
+        return Err(format!(
+            "{input:?} starts with `{}`, which git reads as a rule, not a path",
+            &input[..1]
+        ));
+    }
+    if input
+        .split('/')
+        .any(|part| part.ends_with(' ') || part.starts_with(' '))
+    {
+        return Err(format!(
+            "{input:?} has a name starting or ending with a space"
+        ));
+    }
+    checked_relative(input)
+}
+
 /// Checks every existing prefix of `root/rel` resolves inside `root`, so no
 /// existing symlink on the way leads out. `include_last` checks the final
 /// component too.
@@ -92,11 +134,11 @@ pub fn apply_symlink(main_root: &Path, worktree: &Path, hook: &SymlinkHook) -> H
         log_file: None,
         reason: Some(reason),
     };
-    let source = match checked_relative(&hook.source) {
+    let source = match checked_hook_path(&hook.source) {
         Ok(p) => p,
         Err(e) => return fail(format!("source refused: {e}")),
     };
-    let target = match checked_relative(target_str) {
+    let target = match checked_hook_path(target_str) {
         Ok(p) => p,
         Err(e) => return fail(format!("target refused: {e}")),
     };

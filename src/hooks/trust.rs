@@ -47,14 +47,17 @@ impl TrustStore {
     }
 
     fn load(&self) -> Result<TrustFile> {
-        match std::fs::read(&self.path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| Error::parse(&self.path, e)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(TrustFile::default()),
-            Err(e) => Err(Error::io("reading", &self.path, e)),
+        match crate::fsutil::open_read_opt(&self.path)? {
+            None => Ok(TrustFile::default()),
+            Some(file) => serde_json::from_reader(std::io::BufReader::new(file)).map_err(|e| {
+                Error::parse(&self.path, format!("the trust store cannot be read: {e}"))
+            }),
         }
     }
 
-    /// Whether `hash` is trusted for the repository at `repo_root`.
+    /// Whether `hash` is trusted for the repository at `repo_root`. An
+    /// unreadable trust store is an error the caller turns into "not
+    /// trusted" with a warning: commands never run on a guess.
     pub fn is_trusted(&self, repo_root: &Path, hash: &str) -> Result<bool> {
         let file = self.load()?;
         Ok(file
@@ -63,9 +66,20 @@ impl TrustStore {
             .is_some_and(|list| list.iter().any(|h| h == hash)))
     }
 
-    /// Records `hash` as trusted for `repo_root`.
-    pub fn trust(&self, repo_root: &Path, hash: &str) -> Result<()> {
-        let mut file = self.load()?;
+    /// Records `hash` as trusted for `repo_root`, under the trust store's
+    /// lock. The file is private to its owner (0600). An unreadable trust
+    /// store is kept aside (its path is returned) and a new one started:
+    /// nothing is lost.
+    pub fn trust(&self, repo_root: &Path, hash: &str) -> Result<Option<PathBuf>> {
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
+        }
+        let _lock = crate::fsutil::FileLock::acquire(&crate::fsutil::lock_path_for(&self.path))?;
+        let (mut file, saved) = match self.load() {
+            Ok(file) => (file, None),
+            Err(Error::Parse { .. }) => (TrustFile::default(), Some(self.keep_aside()?)),
+            Err(e) => return Err(e),
+        };
         let list = file
             .repositories
             .entry(repo_root.to_string_lossy().into_owned())
@@ -73,10 +87,21 @@ impl TrustStore {
         if !list.iter().any(|h| h == hash) {
             list.push(hash.to_string());
         }
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
-        }
         let bytes = crate::atsf::to_pretty(&file)?;
-        crate::fsutil::write_atomic(&self.path, &bytes)
+        crate::fsutil::write_atomic_private(&self.path, &bytes)?;
+        Ok(saved)
+    }
+
+    /// Renames an unreadable trust store to `trust.json.unreadable-<time>`.
+    fn keep_aside(&self) -> Result<PathBuf> {
+        let stamp = jiff::Timestamp::now()
+            .strftime("%Y%m%dT%H%M%SZ")
+            .to_string();
+        let aside = self
+            .path
+            .with_file_name(format!("trust.json.unreadable-{stamp}"));
+        std::fs::rename(&self.path, &aside)
+            .map_err(|e| Error::io("moving aside", &self.path, e))?;
+        Ok(aside)
     }
 }

@@ -103,7 +103,12 @@ pub fn import_file(path: &Path, summary: &mut Summary) -> Result<Vec<ImportedThr
         .and_then(|r| r.str_field("summary"))
         .map(str::to_string)
         .or_else(|| first_prompt(&main_messages))
-        .unwrap_or_else(|| format!("Claude Code session {}", &session[..session.len().min(8)]));
+        .unwrap_or_else(|| {
+            format!(
+                "Claude Code session {}",
+                session.chars().take(8).collect::<String>()
+            )
+        });
     let title = if agent_file {
         format!("Subagent: {title}")
     } else {

@@ -270,8 +270,12 @@ pub fn import_file(path: &Path, summary: &mut Summary) -> Result<Option<Imported
         }
     }
     defer_pending_tail(&mut messages, is_live(path), summary);
-    meta.title = first_prompt(&messages)
-        .unwrap_or_else(|| format!("Codex session {}", &session[..session.len().min(8)]));
+    meta.title = first_prompt(&messages).unwrap_or_else(|| {
+        format!(
+            "Codex session {}",
+            session.chars().take(8).collect::<String>()
+        )
+    });
     let mut codex = meta_payload.clone();
     if let Some(tc) = turn_context {
         codex.insert("turnContext".into(), tc);

@@ -18,7 +18,7 @@ pub mod hq;
 pub mod sage;
 mod tree;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::io::Write;
 
 use serde::Serialize;
@@ -139,13 +139,17 @@ pub(crate) fn read_object(
 }
 
 /// Writes `imported` into `store`: a new thread built aside, or the
-/// messages an existing one lacks appended (and relationships it lacks added).
+/// messages an existing one lacks appended (and relationships it lacks
+/// added). Concurrent first imports of one session converge: the one that
+/// loses the race to publish appends what the winner lacks, under the lock.
 pub fn write(store: &Store, imported: ImportedThread) -> Result<ThreadOutcome> {
     let thread = store.thread(&imported.meta.thread_id)?;
-    if thread.meta_path().is_file() {
-        append_new(&thread, imported)
-    } else {
-        create(store, imported)
+    if std::fs::symlink_metadata(thread.meta_path()).is_ok() {
+        return append_new(&thread, imported);
+    }
+    match create(store, imported.clone()) {
+        Err(Error::ThreadExists { .. }) => append_new(&thread, imported),
+        other => other,
     }
 }
 
@@ -154,18 +158,17 @@ fn create(store: &Store, imported: ImportedThread) -> Result<ThreadOutcome> {
     let staged = store.stage_thread(&meta)?;
     let assets = staged.path().join(atsf::ASSETS_DIR);
     let log = staged.path().join(atsf::MESSAGES_FILE);
-    let mut out = std::io::BufWriter::new(
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(&log)
-            .ctx("opening", &log)?,
-    );
+    let mut out = std::io::BufWriter::new(crate::fsutil::open_append(&log, false)?);
     let mut stats = Stats::default();
     let mut bytes = 0u64;
     let mut last = None;
-    for mut m in imported.messages {
-        crate::store::validate_message(&m)?;
-        crate::store::extract_inline_images(&assets, &mut m)?;
+    for (i, mut m) in imported.messages.into_iter().enumerate() {
+        let invalid =
+            |e: Error| Error::InvalidMessage(format!("message #{i} (id {:?}): {e}", m.id));
+        crate::store::validate_message(&m).map_err(invalid)?;
+        let id = m.id.clone();
+        crate::store::extract_inline_images(&assets, &mut m)
+            .map_err(|e| Error::InvalidMessage(format!("message #{i} (id {id:?}): {e}")))?;
         let line = atsf::to_line(&m)?;
         out.write_all(&line).ctx("writing", &log)?;
         bytes += line.len() as u64;
@@ -193,80 +196,30 @@ fn create(store: &Store, imported: ImportedThread) -> Result<ThreadOutcome> {
     })
 }
 
+/// Appends the messages the thread lacks. What is new is decided while the
+/// thread's lock is held, and the lock is kept until they are written, so
+/// two imports at once never write a message twice.
 fn append_new(thread: &Thread, imported: ImportedThread) -> Result<ThreadOutcome> {
+    let lock = thread.lock()?;
     // Only the ids: an agent hook imports after every turn, and a full parse
     // of a long thread each time would be wasted.
-    #[derive(serde::Deserialize)]
-    struct Id {
-        id: String,
-    }
-    let path = thread.messages_path();
-    let mut have = HashSet::new();
-    if let Ok(file) = std::fs::File::open(&path) {
-        use std::io::BufRead;
-        for line in std::io::BufReader::with_capacity(256 * 1024, file).split(b'\n') {
-            if let Ok(m) = serde_json::from_slice::<Id>(&line.ctx("reading", &path)?) {
-                have.insert(m.id);
-            }
-        }
-    }
-    let mut added = 0;
+    let mut have = lock.message_ids()?;
     let fresh: Vec<Message> = imported
         .messages
         .into_iter()
-        .filter(|m| !have.contains(&m.id))
+        .filter(|m| have.insert(m.id.clone()))
         .collect();
-    let n = fresh.len();
-    for (i, m) in fresh.into_iter().enumerate() {
-        // One fsync at the end is enough: a crash leaves a prefix, and the
-        // next import appends the rest (ids tell what is there).
-        thread.append(m, AppendOptions { fsync: i + 1 == n })?;
-        added += 1;
+    let added = fresh.len() as u64;
+    if !fresh.is_empty() {
+        // One fsync for the batch: a crash leaves a prefix, and the next
+        // import appends the rest (ids tell what is there).
+        lock.append_all(fresh, AppendOptions { fsync: true })?;
     }
-    let wanted: Vec<Relationship> = imported.meta.relationships().to_vec();
-    let meta = thread.meta()?;
-    let missing: Vec<Relationship> = wanted
-        .into_iter()
-        .filter(|r| {
-            !meta
-                .relationships()
-                .iter()
-                .any(|h| h.thread_id == r.thread_id && h.kind == r.kind && h.role == r.role)
-        })
-        .collect();
-    // State a source keeps current (a checkpoint's git state, summary, next
-    // steps, tags) is refreshed; written only when it changed.
+    let mut meta = lock.meta()?;
     let src = &imported.meta;
-    let tags = src.tags();
-    let refresh = (src.git.is_some() && src.git != meta.git)
-        || (src.conversation_summary.is_some()
-            && src.conversation_summary != meta.conversation_summary)
-        || (src.files_touched.is_some() && src.files_touched != meta.files_touched)
-        || (src.next_steps.is_some() && src.next_steps != meta.next_steps)
-        || tags.iter().any(|t| !meta.tags().contains(t));
-    let meta = if missing.is_empty() && !refresh {
-        meta
-    } else {
-        thread.update_meta(|m| {
-            m.relationships.get_or_insert_with(Vec::new).extend(missing);
-            if m.relationships.as_ref().is_some_and(Vec::is_empty) {
-                m.relationships = None;
-            }
-            if src.git.is_some() {
-                m.git = src.git.clone();
-            }
-            if src.conversation_summary.is_some() {
-                m.conversation_summary = src.conversation_summary.clone();
-            }
-            if src.files_touched.is_some() {
-                m.files_touched = src.files_touched.clone();
-            }
-            if src.next_steps.is_some() {
-                m.next_steps = src.next_steps.clone();
-            }
-            m.add_tags(&tags);
-        })?
-    };
+    if refresh_from_source(&mut meta, src) {
+        lock.save(&mut meta)?;
+    }
     Ok(ThreadOutcome {
         thread_id: meta.thread_id.clone(),
         title: meta.title.clone(),
@@ -275,6 +228,82 @@ fn append_new(thread: &Thread, imported: ImportedThread) -> Result<ThreadOutcome
         messages_added: added,
         message_count: meta.stats.message_count,
     })
+}
+
+/// Adds the relationships `meta` lacks and refreshes the state a source
+/// keeps current (a checkpoint's git state, summary, next steps, tags).
+/// Returns whether anything changed.
+fn refresh_from_source(meta: &mut ThreadMeta, src: &ThreadMeta) -> bool {
+    let missing: Vec<Relationship> = src
+        .relationships()
+        .iter()
+        .filter(|r| {
+            !meta
+                .relationships()
+                .iter()
+                .any(|h| h.thread_id == r.thread_id && h.kind == r.kind && h.role == r.role)
+        })
+        .cloned()
+        .collect();
+    let tags = src.tags();
+    let refresh = (src.git.is_some() && src.git != meta.git)
+        || (src.conversation_summary.is_some()
+            && src.conversation_summary != meta.conversation_summary)
+        || (src.files_touched.is_some() && src.files_touched != meta.files_touched)
+        || (src.next_steps.is_some() && src.next_steps != meta.next_steps)
+        || tags.iter().any(|t| !meta.tags().contains(t));
+    if missing.is_empty() && !refresh {
+        return false;
+    }
+    meta.relationships
+        .get_or_insert_with(Vec::new)
+        .extend(missing);
+    if meta.relationships.as_ref().is_some_and(Vec::is_empty) {
+        meta.relationships = None;
+    }
+    if src.git.is_some() {
+        meta.git = src.git.clone();
+    }
+    if src.conversation_summary.is_some() {
+        meta.conversation_summary = src.conversation_summary.clone();
+    }
+    if src.files_touched.is_some() {
+        meta.files_touched = src.files_touched.clone();
+    }
+    if src.next_steps.is_some() {
+        meta.next_steps = src.next_steps.clone();
+    }
+    meta.add_tags(&tags);
+    true
+}
+
+/// Where an import's trouble comes from: the source file recorded in
+/// `metadata.import.source`, and the first line of it holding `needle` (a
+/// record's id, a session id) — so a warning can say `file:line`.
+pub fn locate(meta: &ThreadMeta, needle: &str) -> Option<String> {
+    let source = meta
+        .metadata
+        .as_ref()?
+        .get("import")?
+        .get("source")?
+        .as_str()?;
+    let path = Path::new(source);
+    if needle.is_empty() {
+        return Some(source.to_string());
+    }
+    let file = std::fs::File::open(path).ok()?;
+    use std::io::BufRead;
+    let mut reader = std::io::BufReader::new(file);
+    let mut line = Vec::new();
+    let mut number = 0u64;
+    while reader.read_until(b'\n', &mut line).ok()? > 0 {
+        number += 1;
+        if memchr::memmem::find(&line, needle.as_bytes()).is_some() {
+            return Some(format!("{source}:{number}"));
+        }
+        line.clear();
+    }
+    Some(source.to_string())
 }
 
 /// Whether the session may still be running: written to in the last hour.

@@ -63,6 +63,34 @@ pub fn store_asset(assets_dir: &Path, bytes: &[u8], mime: &str) -> Result<String
 /// data with an `assetRef`. Handles ATSF/ACP style (`data` + `mimeType`) and
 /// Anthropic style (`source: {type: "base64", media_type, data}`).
 pub fn extract_inline_images(assets_dir: &Path, message: &mut Message) -> Result<()> {
+    for asset in take_inline_images(message)? {
+        asset.store(assets_dir)?;
+    }
+    Ok(())
+}
+
+/// An image's bytes decoded from a message, to be written under its name.
+#[derive(Debug)]
+pub struct PendingAsset {
+    pub name: String,
+    pub bytes: Vec<u8>,
+}
+
+impl PendingAsset {
+    /// Writes the asset into `assets_dir` (once: content-addressed).
+    pub fn store(&self, assets_dir: &Path) -> Result<()> {
+        crate::fsutil::refuse_symlink(assets_dir)?;
+        std::fs::create_dir_all(assets_dir).map_err(|e| Error::io("creating", assets_dir, e))?;
+        write_new(&assets_dir.join(&self.name), &self.bytes)?;
+        Ok(())
+    }
+}
+
+/// Decodes every inline image of `message` and replaces its data with an
+/// `assetRef`, writing nothing: the assets are returned, so a caller can
+/// check every message before it writes anything.
+pub fn take_inline_images(message: &mut Message) -> Result<Vec<PendingAsset>> {
+    let mut out = Vec::new();
     for (index, block) in message.content.iter_mut().enumerate() {
         let ContentBlock::Image(img) = block else {
             continue;
@@ -81,10 +109,12 @@ pub fn extract_inline_images(assets_dir: &Path, message: &mut Message) -> Result
                     "content[{index}]: image data is not valid base64: {e}"
                 ))
             })?;
-        img.asset_ref = Some(store_asset(assets_dir, &bytes, &mime)?);
+        let name = asset_name(&bytes, &mime);
+        img.asset_ref = Some(name.clone());
         img.mime_type = Some(mime);
+        out.push(PendingAsset { name, bytes });
     }
-    Ok(())
+    Ok(out)
 }
 
 /// Removes the inline payload from `img`, returning (mime, base64).

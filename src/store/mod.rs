@@ -8,17 +8,21 @@ mod thread;
 
 use std::path::{Path, PathBuf};
 
-pub use assets::{asset_name, extension_for_mime, extract_inline_images, store_asset};
+pub use assets::{
+    PendingAsset, asset_name, extension_for_mime, extract_inline_images, store_asset,
+    take_inline_images,
+};
 pub use id::{new_thread_id, validate_thread_id};
 pub use reader::MessageReader;
 pub use tail::TornTail;
 pub(crate) use thread::set_recorded_length;
 pub use thread::{
-    AppendOptions, Appended, RepairReport, Snapshot, Thread, ThreadLock, validate_message,
+    AppendOptions, Appended, RepairReport, Restored, Snapshot, Thread, ThreadLock, validate_message,
 };
 
 use crate::atsf::{self, Config, ThreadMeta};
 use crate::error::{Error, IoContext, Result};
+
 use crate::fsutil::{write_atomic, write_new};
 
 /// A `.agent/` directory.
@@ -45,7 +49,9 @@ pub struct ListedThread {
 #[derive(Debug, Default)]
 pub struct Listing {
     pub threads: Vec<ListedThread>,
-    /// Unreadable `thread.json` files (bad JSON, newer version), one error each.
+    /// Unreadable `thread.json` files (bad JSON, newer version, a `threadId`
+    /// that is not its directory's name) and linked thread directories, one
+    /// error each.
     pub errors: Vec<Error>,
 }
 
@@ -79,10 +85,23 @@ impl Store {
         self.agent_dir.join(atsf::CONFIG_FILE)
     }
 
+    /// The project directory holding `.agent/`.
+    fn root(&self) -> &Path {
+        self.agent_dir.parent().unwrap_or(Path::new("."))
+    }
+
+    /// Fails when `.agent/` or `.agent/threads/` is a symbolic link: a cloned
+    /// repository could point it anywhere, so grove neither reads nor writes
+    /// through it.
+    pub fn guard(&self) -> Result<()> {
+        crate::fsutil::check_no_links_below(self.root(), &self.threads_dir())
+    }
+
     /// Creates `.agent/` (and its default `.gitignore`) if missing; never
     /// overwrites an existing `.gitignore`. Returns whether it wrote the file.
+    /// Refuses a `.agent` that is a symbolic link.
     pub fn ensure_dir(&self) -> Result<bool> {
-        std::fs::create_dir_all(&self.agent_dir).ctx("creating", &self.agent_dir)?;
+        crate::fsutil::real_dir(self.root(), &self.agent_dir)?;
         write_new(
             &self.agent_dir.join(".gitignore"),
             atsf::DEFAULT_GITIGNORE.as_bytes(),
@@ -94,7 +113,7 @@ impl Store {
     pub fn init(&self) -> Result<InitOutcome> {
         let created_gitignore = self.ensure_dir()?;
         let config_path = self.config_path();
-        let created_config = if config_path.exists() {
+        let created_config = if std::fs::symlink_metadata(&config_path).is_ok() {
             // Still validate it, so a newer-version config is reported now.
             self.config()?;
             false
@@ -110,9 +129,10 @@ impl Store {
     /// Reads `config.json`; `None` when the project has none.
     pub fn config(&self) -> Result<Option<Config>> {
         let path = self.config_path();
-        if !path.exists() {
+        if std::fs::symlink_metadata(&path).is_err() {
             return Ok(None);
         }
+        self.guard()?;
         atsf::read_json_file(&path).map(Some)
     }
 
@@ -131,24 +151,46 @@ impl Store {
 
     /// Ids of the thread directories (names that are valid ids and hold a `thread.json`).
     pub fn thread_ids(&self) -> Result<Vec<String>> {
+        Ok(self.scan()?.0)
+    }
+
+    /// The thread directories, and what is wrong with entries that look like
+    /// threads but cannot be used (a symbolic link where a directory should be).
+    fn scan(&self) -> Result<(Vec<String>, Vec<Error>)> {
+        self.guard()?;
         let dir = self.threads_dir();
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok((Vec::new(), Vec::new()));
+            }
             Err(e) => return Err(Error::io("listing", dir, e)),
         };
         let mut ids = Vec::new();
+        let mut errors = Vec::new();
         for entry in entries {
             let entry = entry.ctx("listing", &dir)?;
             let Ok(name) = entry.file_name().into_string() else {
                 continue;
             };
-            if validate_thread_id(&name).is_ok() && entry.path().join(atsf::THREAD_FILE).is_file() {
+            if validate_thread_id(&name).is_err() {
+                continue;
+            }
+            let path = entry.path();
+            match entry.file_type() {
+                Ok(t) if t.is_symlink() => {
+                    errors.push(crate::fsutil::symlink_error(&path));
+                    continue;
+                }
+                Ok(t) if t.is_dir() => {}
+                _ => continue,
+            }
+            if std::fs::symlink_metadata(path.join(atsf::THREAD_FILE)).is_ok() {
                 ids.push(name);
             }
         }
         ids.sort();
-        Ok(ids)
+        Ok((ids, errors))
     }
 
     /// Finds the thread whose id is `query` or starts with it.
@@ -171,38 +213,95 @@ impl Store {
         self.stage_thread(meta)?.publish()
     }
 
-    /// Builds a thread under a hidden name in the threads directory, with
-    /// `thread.json` and an empty `messages.jsonl`, to be filled and then
-    /// [published](StagedThread::publish). Dropped unpublished, it is removed.
+    /// Builds a thread in grove's staging area `.agent/.grove/` (outside
+    /// `threads/`, so no reader sees a half-made thread), with `thread.json`
+    /// and an empty `messages.jsonl`, to be filled and then
+    /// [published](StagedThread::publish). Dropped unpublished, it is
+    /// removed; the intent journal names it until then, so a killed process
+    /// leaves nothing `grove gc` does not recognise.
     pub fn stage_thread(&self, meta: &ThreadMeta) -> Result<StagedThread> {
-        let thread = self.thread(&meta.thread_id)?;
+        let staged = self.stage_empty(&meta.thread_id)?;
+        staged.write_meta(meta)?;
+        crate::fsutil::create_new(&staged.path().join(atsf::MESSAGES_FILE))?;
+        Ok(staged)
+    }
+
+    /// [`Store::stage_thread`] with nothing in the staging directory yet, for
+    /// a thread whose files come from elsewhere (the cache).
+    pub fn stage_empty(&self, id: &str) -> Result<StagedThread> {
+        let thread = self.thread(id)?;
         self.ensure_dir()?;
         let threads = self.threads_dir();
-        std::fs::create_dir_all(&threads).ctx("creating", &threads)?;
-        if thread.dir().exists() {
+        crate::fsutil::real_dir(self.root(), &threads)?;
+        if std::fs::symlink_metadata(thread.dir()).is_ok() {
             return Err(Error::ThreadExists {
-                id: meta.thread_id.clone(),
+                id: id.to_string(),
                 path: thread.dir().to_path_buf(),
             });
         }
-        let staging = tempfile::Builder::new()
-            .prefix(".grove-new-")
-            .tempdir_in(&threads)
-            .ctx("creating a staging directory in", &threads)?;
+        let area = self.private_dir()?;
+        let dir = area.join(format!("staging-{}", uuid::Uuid::new_v4()));
+        let step = crate::intent::begin(crate::intent::Action::Stage { dir: dir.clone() })?;
         let staged = StagedThread {
-            staging: Some(staging),
+            staging: Some((dir.clone(), step)),
             thread,
         };
-        staged.write_meta(meta)?;
-        let messages = staged.path().join(atsf::MESSAGES_FILE);
-        std::fs::File::create(&messages).ctx("creating", &messages)?;
+        std::fs::create_dir(&dir).ctx("creating a staging directory", &dir)?;
         Ok(staged)
+    }
+
+    /// The names of every thread directory (valid ids), whether their
+    /// `thread.json` can be read or not.
+    pub fn thread_dir_names(&self) -> Vec<String> {
+        let mut ids: Vec<String> = std::fs::read_dir(self.threads_dir())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| validate_thread_id(n).is_ok())
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    /// `threads/<id>` (the id is not checked).
+    pub fn thread_dir(&self, id: &str) -> PathBuf {
+        self.threads_dir().join(id)
+    }
+
+    /// `.agent/.grove/`: grove's own working area (staging and trash
+    /// directories), on the same filesystem as `threads/` so a rename moves
+    /// a thread in or out at once; its `.gitignore` keeps it out of `git status`.
+    pub fn private_dir(&self) -> Result<PathBuf> {
+        let dir = self.agent_dir.join(PRIVATE_DIR);
+        crate::fsutil::real_dir(self.root(), &dir)?;
+        write_new(&dir.join(".gitignore"), IGNORE_ALL.as_bytes())?;
+        Ok(dir)
+    }
+
+    /// Writes `threads/.gitignore` ignoring everything below it, so threads
+    /// in a task's worktree — grove's, imported ones, other tools' — stay out
+    /// of its `git status` (pytest and ruff keep their caches out the same
+    /// way). Used in linked worktrees only: in the main checkout, the
+    /// project decides what of `.agent/` it commits.
+    pub fn hide_threads_from_git(&self) -> Result<()> {
+        let threads = self.threads_dir();
+        crate::fsutil::real_dir(self.root(), &threads)?;
+        write_new(&threads.join(".gitignore"), IGNORE_ALL.as_bytes())?;
+        Ok(())
+    }
+
+    /// Whether this store is in a linked worktree (its root's `.git` is a
+    /// file pointing into the main repository, not a directory).
+    pub fn in_linked_worktree(&self) -> bool {
+        std::fs::symlink_metadata(self.root().join(".git")).is_ok_and(|m| m.is_file())
     }
 
     /// Every thread's metadata, newest `updatedAt` first. Reads only
     /// `thread.json` files, never `messages.jsonl`.
     pub fn list(&self) -> Result<Listing> {
-        let ids = self.thread_ids()?;
+        let (ids, errors) = self.scan()?;
         let threads: Vec<Thread> = ids
             .into_iter()
             .map(|id| {
@@ -210,7 +309,10 @@ impl Store {
                 Thread::at(id, dir)
             })
             .collect();
-        let mut listing = Listing::default();
+        let mut listing = Listing {
+            errors,
+            ..Listing::default()
+        };
         for (thread, meta) in read_metas(threads) {
             match meta {
                 Ok(meta) => listing.threads.push(ListedThread { thread, meta }),
@@ -222,10 +324,16 @@ impl Store {
     }
 }
 
+/// Name of grove's private area inside `.agent/`.
+pub const PRIVATE_DIR: &str = ".grove";
+
+/// A `.gitignore` that ignores its whole directory, itself included.
+const IGNORE_ALL: &str = "# Created by grove: keeps this directory out of git status.\n*\n";
+
 /// A thread being built aside; see [`Store::stage_thread`].
 #[derive(Debug)]
 pub struct StagedThread {
-    staging: Option<tempfile::TempDir>,
+    staging: Option<(PathBuf, crate::intent::Step)>,
     thread: Thread,
 }
 
@@ -233,7 +341,7 @@ impl StagedThread {
     /// The hidden directory being filled.
     pub fn path(&self) -> &Path {
         match &self.staging {
-            Some(dir) => dir.path(),
+            Some((dir, _)) => dir,
             None => self.thread.dir(),
         }
     }
@@ -252,23 +360,56 @@ impl StagedThread {
     }
 
     /// Renames the staged directory into place: the thread appears whole.
+    /// [`Error::ThreadExists`] when another process published the same
+    /// thread first (the staged copy is then removed).
     pub fn publish(mut self) -> Result<Thread> {
-        let Some(staging) = self.staging.take() else {
+        let Some((staged, step)) = self.staging.take() else {
             return Ok(self.thread.clone());
         };
-        let staged = staging.keep();
-        if let Err(e) = std::fs::rename(&staged, self.thread.dir()) {
+        let target = self.thread.dir().to_path_buf();
+        let taken = std::fs::symlink_metadata(&target).is_ok();
+        let renamed = if taken {
+            Err(std::io::Error::from(std::io::ErrorKind::AlreadyExists))
+        } else {
+            std::fs::rename(&staged, &target)
+        };
+        if let Err(e) = renamed {
             let _ = std::fs::remove_dir_all(&staged);
-            return Err(Error::io(
-                "moving the new thread into",
-                self.thread.dir(),
-                e,
-            ));
+            step.undone();
+            let exists = std::fs::symlink_metadata(&target).is_ok();
+            return Err(if exists {
+                Error::ThreadExists {
+                    id: self.thread.id().to_string(),
+                    path: target,
+                }
+            } else {
+                Error::io("moving the new thread into", target, e)
+            });
         }
-        if let Some(parent) = self.thread.dir().parent() {
+        step.done();
+        let store = Store::at(
+            target
+                .parent()
+                .and_then(Path::parent)
+                .unwrap_or(Path::new(".")),
+        );
+        if let Some(parent) = target.parent() {
             crate::fsutil::sync_dir(parent)?;
         }
+        if store.in_linked_worktree() {
+            store.hide_threads_from_git()?;
+        }
         Ok(self.thread.clone())
+    }
+}
+
+impl Drop for StagedThread {
+    fn drop(&mut self) {
+        if let Some((dir, step)) = self.staging.take()
+            && (std::fs::remove_dir_all(&dir).is_ok() || std::fs::symlink_metadata(&dir).is_err())
+        {
+            step.undone();
+        }
     }
 }
 

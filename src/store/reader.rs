@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use crate::atsf::Message;
-use crate::error::{Error, IoContext, Result};
+use crate::error::{IoContext, Result};
 
 /// Reads `messages.jsonl` line by line, whatever the line length, holding one
 /// line in memory at a time.
@@ -24,13 +24,11 @@ pub struct MessageReader {
 }
 
 impl MessageReader {
-    /// Opens `path`. A missing file reads as an empty log.
+    /// Opens `path` (never through a symbolic link). A missing file reads as
+    /// an empty log.
     pub fn open(path: &Path) -> Result<Self> {
-        let reader = match File::open(path) {
-            Ok(f) => Some(BufReader::with_capacity(256 * 1024, f)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(Error::io("opening", path, e)),
-        };
+        let reader =
+            crate::fsutil::open_read_opt(path)?.map(|f| BufReader::with_capacity(256 * 1024, f));
         Ok(MessageReader {
             reader,
             path: path.to_path_buf(),

@@ -48,10 +48,7 @@ pub(crate) fn set_aside(file: &File, path: &Path, len: u64) -> Result<Option<Tor
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let mut side = tempfile::Builder::new()
-        .prefix(&format!("{name}.torn-"))
-        .tempfile_in(dir)
-        .ctx("creating a side file in", dir)?;
+    let mut side = crate::fsutil::side_file(dir, &format!("{name}.torn-"))?;
     let mut reader = file;
     reader
         .seek(SeekFrom::Start(clean))

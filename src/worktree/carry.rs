@@ -30,24 +30,35 @@ const DIFF_ARGS: &[&str] = &[
     "--ignore-submodules=none",
 ];
 
-/// The uncommitted state of a worktree, read with one `git status`.
+/// The uncommitted state of a worktree, read with one `git status`. Paths
+/// are kept as the bytes git gave (`-z`, never quoted or made lossy), so a
+/// file whose name is not UTF-8 is carried like any other.
 #[derive(Debug, Default, Clone)]
 pub struct Changes {
     /// Paths with staged changes.
-    pub staged: Vec<String>,
+    pub staged: Vec<PathBuf>,
     /// Paths with unstaged changes to tracked files.
-    pub unstaged: Vec<String>,
+    pub unstaged: Vec<PathBuf>,
     /// Untracked, not ignored files (threads' directories left out: a thread
     /// belongs to one worktree).
-    pub untracked: Vec<String>,
+    pub untracked: Vec<PathBuf>,
     /// Paths with merge conflicts.
-    pub unmerged: Vec<String>,
+    pub unmerged: Vec<PathBuf>,
 }
 
 impl Changes {
     /// Nothing to carry.
     pub fn is_empty(&self) -> bool {
         self.staged.is_empty() && self.unstaged.is_empty() && self.untracked.is_empty()
+    }
+
+    /// The conflicted paths, for a message.
+    pub fn unmerged_list(&self) -> String {
+        self.unmerged
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -86,10 +97,11 @@ fn parse_status(out: &[u8]) -> Changes {
             continue;
         }
         let (x, y) = (entry[0], entry[1]);
-        let path = String::from_utf8_lossy(&entry[3..]).into_owned();
+        let raw = &entry[3..];
+        let path = path_from_bytes(raw);
         match (x, y) {
             (b'?', b'?') => {
-                if !is_thread_path(&path) {
+                if !super::is_grove_path(raw) {
                     changes.untracked.push(path);
                 }
             }
@@ -108,10 +120,18 @@ fn parse_status(out: &[u8]) -> Changes {
     changes
 }
 
-/// `.agent/threads/…`: never carried, a thread lives in one worktree.
-fn is_thread_path(path: &str) -> bool {
-    let prefix = format!("{}/{}/", crate::atsf::AGENT_DIR, crate::atsf::THREADS_DIR);
-    path.starts_with(&prefix)
+/// A path as git printed it with `-z`: raw bytes on Unix (any name, UTF-8
+/// or not), UTF-8 elsewhere.
+pub(crate) fn path_from_bytes(bytes: &[u8]) -> PathBuf {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
+    }
+    #[cfg(not(unix))]
+    {
+        PathBuf::from(String::from_utf8_lossy(bytes).into_owned())
+    }
 }
 
 /// The patches of a worktree's staged and unstaged changes.
@@ -128,7 +148,7 @@ pub fn patches(git: &Git, changes: &Changes, source: &Path) -> Result<Patches> {
         return Err(Error::Refused(format!(
             "{} has unresolved merge conflicts ({}); resolve them before carrying its changes",
             source.display(),
-            changes.unmerged.join(", ")
+            changes.unmerged_list()
         )));
     }
     let mut patches = Patches::default();
@@ -192,11 +212,22 @@ fn apply_patch(git: &Git, target: &Path, patch: &[u8], index: bool) -> Result<()
 
 /// Copies one untracked file (or symlink, as a symlink) from `source` to
 /// `target`, refusing paths that leave the worktree.
-fn copy_untracked(source: &Path, target: &Path, rel: &str) -> Result<()> {
-    let rel: PathBuf = crate::hooks::checked_relative(rel)
-        .map_err(|why| Error::Refused(format!("not carrying untracked path {rel:?}: {why}")))?;
-    let from = source.join(&rel);
-    let to = target.join(&rel);
+fn copy_untracked(source: &Path, target: &Path, rel: &Path) -> Result<()> {
+    if rel.is_absolute()
+        || rel
+            .components()
+            .any(|c| !matches!(c, std::path::Component::Normal(_)))
+    {
+        return Err(Error::Refused(format!(
+            "not carrying untracked path {}: it leaves the worktree",
+            rel.display()
+        )));
+    }
+    if let Some(dir) = target.join(rel).parent() {
+        crate::fsutil::check_no_links_below(target, dir)?;
+    }
+    let from = source.join(rel);
+    let to = target.join(rel);
     let meta = std::fs::symlink_metadata(&from).ctx("reading", &from)?;
     if let Some(parent) = to.parent() {
         std::fs::create_dir_all(parent).ctx("creating", parent)?;
@@ -215,7 +246,11 @@ fn copy_untracked(source: &Path, target: &Path, rel: &str) -> Result<()> {
             }
         }
     } else if meta.is_file() {
-        std::fs::copy(&from, &to).ctx("copying", &from)?;
+        let mut src = std::fs::File::open(&from).ctx("opening", &from)?;
+        let mut dst = crate::fsutil::create_truncate(&to)?;
+        std::io::copy(&mut src, &mut dst).ctx("copying", &from)?;
+        dst.set_permissions(meta.permissions())
+            .ctx("setting the mode of", &to)?;
     }
     // Anything else (a nested repository shows as a directory) is left alone.
     Ok(())
@@ -229,9 +264,12 @@ mod tests {
     fn status_entries_are_sorted_into_their_kinds() {
         let out = b"M  staged.txt\0 M unstaged.txt\0MM both.txt\0?? new.txt\0?? .agent/threads/x/thread.json\0UU conflict.txt\0D  gone.txt\0";
         let c = parse_status(out);
-        assert_eq!(c.staged, ["staged.txt", "both.txt", "gone.txt"]);
-        assert_eq!(c.unstaged, ["unstaged.txt", "both.txt"]);
-        assert_eq!(c.untracked, ["new.txt"]);
-        assert_eq!(c.unmerged, ["conflict.txt"]);
+        let names = |v: &[PathBuf]| -> Vec<String> {
+            v.iter().map(|p| p.to_string_lossy().into_owned()).collect()
+        };
+        assert_eq!(names(&c.staged), ["staged.txt", "both.txt", "gone.txt"]);
+        assert_eq!(names(&c.unstaged), ["unstaged.txt", "both.txt"]);
+        assert_eq!(names(&c.untracked), ["new.txt"]);
+        assert_eq!(names(&c.unmerged), ["conflict.txt"]);
     }
 }

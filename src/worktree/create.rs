@@ -1,16 +1,25 @@
-//! `grove new`: branch, worktree, thread, hooks — in that order, with
-//! everything made before the thread exists rolled back on failure.
+//! `grove new`: branch, worktree, thread, hooks — in that order.
+//!
+//! The steps read as a pipeline: [`plan`] checks everything that can be
+//! checked before anything is made; [`add_worktree`] makes the branch and
+//! worktree under one rollback guard and an intent recorded first;
+//! [`make_thread`] puts the thread inside; the guard is then disarmed. From
+//! there on nothing fails the task: [`Finish`] applies the hooks, the first
+//! messages and the cache, and records every problem instead of returning
+//! it, so the worktree's path is always printed once the thread exists.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::carry::{self, Carried};
+use super::carry::{self, Carried, Changes};
 use super::{Repo, exclude};
 use crate::atsf::{self, Config, Context, ThreadMeta, WorktreeInfo};
 use crate::cache::{self, CacheRecord, CacheState};
 use crate::error::{Error, IoContext, Result};
+use crate::hooks::interrupt::Watch;
 use crate::hooks::{self, CommandEnv, HookKind, HookOutcome, HookReporter, HookStatus, TrustStore};
+use crate::intent::{self, Action, Step};
 use crate::project::Project;
 use crate::store::{Store, Thread};
 
@@ -69,37 +78,12 @@ pub struct CreatedTask {
     pub hooks: Vec<HookOutcome>,
     /// What was carried from `carry_from`.
     pub carried: Option<Carried>,
-}
-
-/// Undoes what `create` made if it fails before the thread exists.
-struct Rollback<'a> {
-    repo: &'a Repo,
-    worktree: Option<PathBuf>,
-    branch: Option<String>,
-    armed: bool,
-}
-
-impl Drop for Rollback<'_> {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let root = &self.repo.main_root;
-        if let Some(wt) = &self.worktree {
-            let path = wt.to_string_lossy();
-            let _ = self
-                .repo
-                .git
-                .output(root, &["worktree", "remove", "--force", &path]);
-            if wt.exists() {
-                let _ = std::fs::remove_dir_all(wt);
-            }
-            let _ = self.repo.git.output(root, &["worktree", "prune"]);
-        }
-        if let Some(branch) = &self.branch {
-            let _ = self.repo.git.output(root, &["branch", "-D", branch]);
-        }
-    }
+    /// What went wrong after the thread existed (a hook log that could not
+    /// be created, the cache not written…): the task is there, with these
+    /// recorded in `metadata.grove.problems` where possible.
+    pub problems: Vec<String>,
+    /// The signal (SIGINT, SIGTERM, SIGHUP) that interrupted the hooks.
+    pub interrupted: Option<i32>,
 }
 
 /// The branch prefix configured under `grove.branchPrefix`, or the default.
@@ -135,73 +119,84 @@ pub fn create_with(
     ask_trust: &dyn Fn(&[atsf::PostSetupCommand]) -> bool,
     maker: &dyn MakeThread,
 ) -> Result<CreatedTask> {
+    let repo = repo_of(project)?;
+    let config = project.main_store().config()?;
+    let plan = plan(project, &repo, task, config.as_ref())?;
+    let mut made = add_worktree(&repo, &plan)?;
+    let (thread, meta, excludes) = make_thread(project, &repo, &plan, &made, maker)?;
+    made.keep();
+
+    let mut finish = Finish {
+        project,
+        repo: &repo,
+        task,
+        plan: &plan,
+        dir: made.dir.clone(),
+        thread,
+        excludes,
+        outcomes: Vec::new(),
+        problems: Vec::new(),
+        interrupted: None,
+    };
+    let hooks_cfg = config
+        .as_ref()
+        .and_then(|c| c.worktree_hooks.clone())
+        .unwrap_or_default();
+    finish.symlinks(&hooks_cfg, reporter);
+    finish.commands(&hooks_cfg, reporter, ask_trust);
+    finish.prompts(&hooks_cfg, reporter, maker);
+    let meta = finish.record().unwrap_or(meta);
+    finish.cache();
+    Ok(CreatedTask {
+        thread: finish.thread,
+        meta,
+        worktree: made.dir.clone(),
+        branch: plan.branch.clone(),
+        hooks: finish.outcomes,
+        carried: made.carried,
+        problems: finish.problems,
+        interrupted: finish.interrupted,
+    })
+}
+
+fn repo_of(project: &Project) -> Result<Repo> {
     if project.git.is_none() {
         return Err(Error::Other(format!(
             "{} is not in a git repository; use --no-worktree for a thread without a worktree",
             project.cwd.display()
         )));
     }
-    let repo = Repo::new(&project.main_root)?;
-    let main_store = project.main_store();
-    let config = main_store.config()?;
+    Repo::new(&project.main_root)
+}
 
-    let meta_template = crate::threads::new_meta(&task.title, &task.agent, Context::default());
-    let id = meta_template.thread_id.clone();
+/// Everything decided before anything is made.
+struct Plan {
+    id: String,
+    meta: ThreadMeta,
+    branch: String,
+    create_branch: bool,
+    base_rev: String,
+    base_commit: String,
+    dir: PathBuf,
+    carry: Option<(PathBuf, Changes)>,
+}
+
+/// Step 1: the thread id, the branch and its base, the directory — all
+/// checked before anything is made.
+fn plan(project: &Project, repo: &Repo, task: &NewTask, config: Option<&Config>) -> Result<Plan> {
+    let meta = crate::threads::new_meta(&task.title, &task.agent, Context::default());
+    let id = meta.thread_id.clone();
     let short: String = id.chars().take(8).collect();
-
-    // 1. Branch and base, checked before anything is made.
-    let (branch, create_branch) = match &task.branch {
-        Some(name) => {
-            if !repo.valid_branch_name(name)? {
-                return Err(Error::Other(format!(
-                    "{name:?} is not a valid branch name (see `git check-ref-format --branch`)"
-                )));
-            }
-            if repo.branch_exists(name)? {
-                if task.base.is_some() {
-                    return Err(Error::Other(format!(
-                        "branch {name} exists; --base only applies to a new branch"
-                    )));
-                }
-                if let Some(wt) = repo
-                    .worktrees()?
-                    .into_iter()
-                    .find(|w| w.branch.as_deref() == Some(name))
-                {
-                    return Err(Error::Refused(format!(
-                        "branch {name} is already checked out in {}; choose another --branch",
-                        wt.path.display()
-                    )));
-                }
-                (name.clone(), false)
-            } else {
-                (name.clone(), true)
-            }
-        }
-        None => {
-            let name = format!("{}{short}", branch_prefix(config.as_ref()));
-            if !repo.valid_branch_name(&name)? {
-                return Err(Error::Other(format!(
-                    "the generated branch name {name:?} is not valid; fix grove.branchPrefix in config.json"
-                )));
-            }
-            if repo.branch_exists(&name)? {
-                return Err(Error::Refused(format!(
-                    "branch {name} already exists; pass --branch to choose a name"
-                )));
-            }
-            (name, true)
-        }
-    };
-    // Carried changes are relative to the source worktree's HEAD.
+    let (branch, create_branch) = choose_branch(repo, task, config, &short)?;
     let (base_rev, carry) = match (&task.carry_from, &task.base) {
+        // Carried changes are relative to the source worktree's HEAD.
         (Some(src), base) => {
             let changes = carry::changes(&repo.git, src)?;
             if !changes.unmerged.is_empty() {
                 return Err(Error::Refused(format!(
                     "{} has unresolved merge conflicts ({}); resolve them first",
                     src.display(),
-                    changes.unmerged.join(", ")
+                    changes.unmerged_list()
                 )));
             }
             let rev = match base {
@@ -227,14 +222,12 @@ pub fn create_with(
         repo.resolve_commit(&format!("refs/heads/{branch}"))?
             .unwrap_or_default()
     };
-
-    // 2. The worktree directory.
     let dir = match &task.dir {
         Some(d) if d.is_absolute() => d.clone(),
         Some(d) => project.cwd.join(d),
         None => crate::home::worktrees_dir(&project.main_root)?.join(format!("thread-{short}")),
     };
-    if dir.exists()
+    if std::fs::symlink_metadata(&dir).is_ok()
         && std::fs::read_dir(&dir)
             .ctx("reading", &dir)?
             .next()
@@ -245,31 +238,150 @@ pub fn create_with(
             dir.display()
         )));
     }
-    if let Some(parent) = dir.parent() {
+    Ok(Plan {
+        id,
+        meta,
+        branch,
+        create_branch,
+        base_rev,
+        base_commit,
+        dir,
+        carry,
+    })
+}
+
+/// The branch to use and whether grove creates it.
+fn choose_branch(
+    repo: &Repo,
+    task: &NewTask,
+    config: Option<&Config>,
+    short: &str,
+) -> Result<(String, bool)> {
+    let Some(name) = &task.branch else {
+        let name = format!("{}{short}", branch_prefix(config));
+        if !repo.valid_branch_name(&name)? {
+            return Err(Error::Other(format!(
+                "the generated branch name {name:?} is not valid; fix grove.branchPrefix in config.json"
+            )));
+        }
+        if repo.branch_exists(&name)? {
+            return Err(Error::Refused(format!(
+                "branch {name} already exists; pass --branch to choose a name"
+            )));
+        }
+        return Ok((name, true));
+    };
+    if !repo.valid_branch_name(name)? {
+        return Err(Error::Other(format!(
+            "{name:?} is not a valid branch name (see `git check-ref-format --branch`)"
+        )));
+    }
+    if !repo.branch_exists(name)? {
+        return Ok((name.clone(), true));
+    }
+    if task.base.is_some() {
+        return Err(Error::Other(format!(
+            "branch {name} exists; --base only applies to a new branch"
+        )));
+    }
+    if let Some(wt) = repo
+        .worktrees()?
+        .into_iter()
+        .find(|w| w.branch.as_deref() == Some(name))
+    {
+        return Err(Error::Refused(format!(
+            "branch {name} is already checked out in {}; choose another --branch",
+            wt.path.display()
+        )));
+    }
+    Ok((name.clone(), false))
+}
+
+/// A worktree being made: undone when dropped before [`Made::keep`].
+struct Made<'a> {
+    repo: &'a Repo,
+    /// The canonical worktree directory.
+    dir: PathBuf,
+    carried: Option<Carried>,
+    /// Made so far, for the rollback.
+    worktree: Option<PathBuf>,
+    branch: Option<String>,
+    step: Option<Step>,
+}
+
+impl Made<'_> {
+    /// The task exists: nothing is rolled back any more.
+    fn keep(&mut self) {
+        self.worktree = None;
+        self.branch = None;
+        if let Some(step) = self.step.take() {
+            step.done();
+        }
+    }
+}
+
+impl Drop for Made<'_> {
+    fn drop(&mut self) {
+        let root = &self.repo.main_root;
+        if let Some(wt) = &self.worktree {
+            let path = wt.to_string_lossy();
+            let _ = self
+                .repo
+                .git
+                .output(root, &["worktree", "remove", "--force", "--force", &path]);
+            if std::fs::symlink_metadata(wt).is_ok() {
+                let _ = std::fs::remove_dir_all(wt);
+            }
+            let _ = self.repo.git.output(root, &["worktree", "prune"]);
+        }
+        if let Some(branch) = &self.branch {
+            let _ = self.repo.git.output(root, &["branch", "-D", branch]);
+        }
+        if let Some(step) = self.step.take() {
+            step.undone();
+        }
+    }
+}
+
+/// Step 2: the branch and the worktree (`git worktree add`, so the user's
+/// hooks, LFS and sparse checkout apply), with the carried changes applied.
+/// The intent is recorded first; anything made is undone on failure.
+fn add_worktree<'a>(repo: &'a Repo, plan: &Plan) -> Result<Made<'a>> {
+    if let Some(parent) = plan.dir.parent() {
         std::fs::create_dir_all(parent).ctx("creating", parent)?;
     }
-
-    let mut rollback = Rollback {
-        repo: &repo,
+    let thread_dir = Store::for_project(&plan.dir).thread_dir(&plan.id);
+    let step = intent::begin(Action::Worktree {
+        repo: repo.main_root.clone(),
+        path: plan.dir.clone(),
+        branch: plan.branch.clone(),
+        created_branch: plan.create_branch,
+        base_commit: plan.base_commit.clone(),
+        thread_dir,
+    })?;
+    let mut made = Made {
+        repo,
+        dir: plan.dir.clone(),
+        carried: None,
         worktree: None,
         branch: None,
-        armed: true,
+        step: Some(step),
     };
-    let dir_str = dir.to_string_lossy().into_owned();
+    let dir_str = plan.dir.to_string_lossy().into_owned();
     let mut args = vec!["worktree", "add", "--quiet"];
-    if create_branch {
+    if plan.create_branch {
         args.extend([
             "-b",
-            branch.as_str(),
+            plan.branch.as_str(),
             dir_str.as_str(),
-            base_commit.as_str(),
+            plan.base_commit.as_str(),
         ]);
     } else {
-        args.extend([dir_str.as_str(), branch.as_str()]);
+        args.extend([dir_str.as_str(), plan.branch.as_str()]);
     }
     // The source's patches are read while git checks the new worktree out.
     let (added, patches) = std::thread::scope(|scope| {
-        let patches = carry.as_ref().map(|(src, changes)| {
+        let patches = plan.carry.as_ref().map(|(src, changes)| {
             let git = repo.git.clone();
             scope.spawn(move || carry::patches(&git, changes, src))
         });
@@ -281,9 +393,9 @@ pub fn create_with(
         (added, patches)
     });
     let added = added?;
-    rollback.worktree = Some(dir.clone());
-    if create_branch && repo.branch_exists(&branch)? {
-        rollback.branch = Some(branch.clone());
+    made.worktree = Some(plan.dir.clone());
+    if plan.create_branch && repo.branch_exists(&plan.branch)? {
+        made.branch = Some(plan.branch.clone());
     }
     if !added.success {
         return Err(Error::Git(format!(
@@ -292,49 +404,73 @@ pub fn create_with(
         )));
     }
     let patches = patches.transpose()?;
-    let dir = dir.canonicalize().ctx("resolving", &dir)?;
-    let carried = match (&carry, &patches) {
-        (Some((src, changes)), Some(patches)) => {
-            Some(carry::apply(&repo.git, changes, patches, src, &dir)?)
-        }
-        _ => None,
-    };
+    made.dir = plan.dir.canonicalize().ctx("resolving", &plan.dir)?;
+    if let (Some((src, changes)), Some(patches)) = (&plan.carry, &patches) {
+        made.carried = Some(carry::apply(&repo.git, changes, patches, src, &made.dir)?);
+    }
+    Ok(made)
+}
 
-    // 3. The thread, inside the worktree.
-    let head = match crate::git::discover(&dir)?.and_then(|info| info.head) {
+/// Step 3: the thread, inside the worktree, with the project's config and
+/// `.gitignore` beside it. Returns the thread, its metadata and the
+/// `info/exclude` entries added.
+fn make_thread(
+    project: &Project,
+    repo: &Repo,
+    plan: &Plan,
+    made: &Made<'_>,
+    maker: &dyn MakeThread,
+) -> Result<(Thread, ThreadMeta, Vec<String>)> {
+    let dir = &made.dir;
+    let head = match crate::git::discover(dir)?.and_then(|info| info.head) {
         Some(head) => head,
-        None => repo.git.run(&dir, &["rev-parse", "HEAD"])?,
+        None => repo.git.run(dir, &["rev-parse", "HEAD"])?,
     };
-    let wt_store = Store::for_project(&dir);
+    let main_store = project.main_store();
+    let wt_store = Store::for_project(dir);
+    // A `.agent` committed as a symbolic link is refused here: the thread
+    // would be written wherever it points.
+    crate::fsutil::real_dir(dir, wt_store.agent_dir())?;
     let mut excludes = Vec::new();
     for name in [atsf::CONFIG_FILE, ".gitignore"] {
         let from = main_store.agent_dir().join(name);
         let to = wt_store.agent_dir().join(name);
-        if from.is_file() && !to.exists() {
-            std::fs::create_dir_all(wt_store.agent_dir()).ctx("creating", wt_store.agent_dir())?;
-            std::fs::copy(&from, &to).ctx("copying", &from)?;
-            excludes.push(exclude::pattern_for(&Path::new(atsf::AGENT_DIR).join(name)));
+        let missing = std::fs::symlink_metadata(&to).is_err();
+        let copied = missing && from.is_file() && crate::fsutil::copy_new(&from, &to)?;
+        // `.gitignore` is written with the spec's rules when there is none.
+        if copied || (missing && name == ".gitignore") {
+            excludes.push(exclude::pattern_for(
+                &Path::new(atsf::AGENT_DIR).join(name),
+            )?);
         }
     }
-    if !wt_store.agent_dir().join(".gitignore").exists() {
-        excludes.push(exclude::pattern_for(
-            &Path::new(atsf::AGENT_DIR).join(".gitignore"),
-        ));
-    }
     wt_store.ensure_dir()?;
-    let thread_rel = Path::new(atsf::AGENT_DIR).join(atsf::THREADS_DIR).join(&id);
-    excludes.push(format!("{}/", exclude::pattern_for(&thread_rel)));
-    let exclude_file = exclude::exclude_file(&repo.git, &dir)?;
-    exclude::add(&exclude_file, &excludes)?;
+    exclude::add(&exclude::exclude_file(&repo.git, dir)?, &excludes)?;
 
+    let mut meta = plan.meta.clone();
+    meta.context = task_context(repo, plan, dir, &head)?;
+    meta.metadata_mut().insert(
+        "grove".into(),
+        json!({
+            "mainRoot": project.main_root,
+            "createdBranch": plan.create_branch,
+            "excludes": excludes,
+        }),
+    );
+    let thread = maker.make(&wt_store, meta)?;
+    let meta = thread.meta()?;
+    Ok((thread, meta, excludes))
+}
+
+fn task_context(repo: &Repo, plan: &Plan, dir: &Path, head: &str) -> Result<Context> {
     let mut context = Context {
         working_dir: dir.to_string_lossy().into_owned(),
         relative_dir: Some(".".into()),
-        git_branch: Some(branch.clone()),
-        git_commit: Some(head.clone()),
+        git_branch: Some(plan.branch.clone()),
+        git_commit: Some(head.to_string()),
         worktree: Some(WorktreeInfo {
             path: dir.to_string_lossy().into_owned(),
-            branch: branch.clone(),
+            branch: plan.branch.clone(),
             extra: Default::default(),
         }),
         extra: Default::default(),
@@ -344,67 +480,95 @@ pub fn create_with(
     }
     context
         .extra
-        .insert("baseRevision".into(), Value::from(base_rev.clone()));
+        .insert("baseRevision".into(), Value::from(plan.base_rev.clone()));
     context
         .extra
-        .insert("baseCommit".into(), Value::from(base_commit.clone()));
-    let mut meta = meta_template;
-    meta.context = context;
-    meta.metadata_mut().insert(
-        "grove".into(),
-        json!({
-            "mainRoot": project.main_root,
-            "createdBranch": create_branch,
-            "excludes": excludes,
-        }),
-    );
-    let thread = maker.make(&wt_store, meta)?;
-    rollback.armed = false;
+        .insert("baseCommit".into(), Value::from(plan.base_commit.clone()));
+    Ok(context)
+}
 
-    // 4. Hooks. From here on nothing fails the task: outcomes are recorded.
-    let hooks_cfg = config
-        .as_ref()
-        .and_then(|c| c.worktree_hooks.clone())
-        .unwrap_or_default();
-    let mut outcomes = Vec::new();
-    let mut new_excludes = Vec::new();
-    for link in hooks_cfg.symlinks.iter().flatten() {
-        let outcome = if task.hooks {
-            hooks::apply_symlink(&project.main_root, &dir, link)
-        } else {
-            HookOutcome::skipped(
-                HookKind::Symlink,
-                format!("link {}", link.target.as_deref().unwrap_or(&link.source)),
-                "--no-hooks",
-            )
-        };
-        if outcome.status == HookStatus::Ok
-            && let Ok(target) =
-                hooks::checked_relative(link.target.as_deref().unwrap_or(&link.source))
-        {
-            new_excludes.push(exclude::pattern_for(&target));
-        }
+/// Step 4, once the thread exists: hooks, first messages, the record of it
+/// all, the cache. Nothing here fails the task; problems are collected.
+struct Finish<'a> {
+    project: &'a Project,
+    repo: &'a Repo,
+    task: &'a NewTask,
+    plan: &'a Plan,
+    dir: PathBuf,
+    thread: Thread,
+    excludes: Vec<String>,
+    outcomes: Vec<HookOutcome>,
+    problems: Vec<String>,
+    interrupted: Option<i32>,
+}
+
+impl Finish<'_> {
+    fn report(&mut self, reporter: &dyn HookReporter, outcome: HookOutcome) {
         reporter.finished(&outcome);
-        outcomes.push(outcome);
+        self.outcomes.push(outcome);
     }
-    if !new_excludes.is_empty() {
-        exclude::add(&exclude_file, &new_excludes)?;
+
+    fn symlinks(&mut self, cfg: &atsf::WorktreeHooks, reporter: &dyn HookReporter) {
+        let mut added = Vec::new();
+        for link in cfg.symlinks.iter().flatten() {
+            let target = link.target.as_deref().unwrap_or(&link.source);
+            let outcome = if self.task.hooks {
+                hooks::apply_symlink(&self.project.main_root, &self.dir, link)
+            } else {
+                HookOutcome::skipped(HookKind::Symlink, format!("link {target}"), "--no-hooks")
+            };
+            if outcome.status == HookStatus::Ok
+                && let Ok(rel) = hooks::checked_hook_path(target)
+            {
+                match exclude::pattern_for(&rel) {
+                    Ok(p) => added.push(p),
+                    Err(e) => self.problems.push(e.to_string()),
+                }
+            }
+            self.report(reporter, outcome);
+        }
+        if added.is_empty() {
+            return;
+        }
+        let result = exclude::exclude_file(&self.repo.git, &self.dir)
+            .and_then(|file| exclude::add(&file, &added));
+        match result {
+            Ok(()) => self.excludes.extend(added),
+            Err(e) => self.problems.push(format!(
+                "the hook symlinks could not be kept out of git status: {e}"
+            )),
+        }
     }
-    let commands = hooks_cfg.post_setup_commands.clone().unwrap_or_default();
-    if !commands.is_empty() {
-        let trusted =
-            task.hooks && command_trust(&project.main_root, &commands, task.trust, ask_trust)?;
+
+    fn commands(
+        &mut self,
+        cfg: &atsf::WorktreeHooks,
+        reporter: &dyn HookReporter,
+        ask_trust: &dyn Fn(&[atsf::PostSetupCommand]) -> bool,
+    ) {
+        let commands = cfg.post_setup_commands.clone().unwrap_or_default();
+        if commands.is_empty() {
+            return;
+        }
+        let trusted = self.task.hooks && self.trusted(&commands, ask_trust);
         let env = CommandEnv {
-            worktree: dir.clone(),
-            repo_root: project.main_root.clone(),
-            thread_id: id.clone(),
-            branch: branch.clone(),
+            worktree: self.dir.clone(),
+            repo_root: self.project.main_root.clone(),
+            thread_id: self.plan.id.clone(),
+            branch: self.plan.branch.clone(),
         };
-        let logs = thread.dir().join("logs");
+        let logs = self.thread.dir().join("logs");
+        let watch = Watch::start();
         let mut stop_reason: Option<String> = None;
         for (i, cmd) in commands.iter().enumerate() {
             let label = cmd.label.clone().unwrap_or_else(|| cmd.command.clone());
-            let outcome = if !task.hooks {
+            if let Some(signal) = watch.received().filter(|_| stop_reason.is_none()) {
+                stop_reason = Some(format!(
+                    "grove was interrupted ({})",
+                    hooks::interrupt::signal_name(signal)
+                ));
+            }
+            let outcome = if !self.task.hooks {
                 HookOutcome::skipped(HookKind::Command, label, "--no-hooks")
             } else if !trusted {
                 HookOutcome::skipped(
@@ -412,101 +576,166 @@ pub fn create_with(
                     label,
                     format!(
                         "not trusted: review .agent/config.json, then run `grove trust` in {} or pass --trust",
-                        project.main_root.display()
+                        self.project.main_root.display()
                     ),
                 )
             } else if let Some(why) = &stop_reason {
                 HookOutcome::skipped(HookKind::Command, label, why.clone())
             } else {
-                std::fs::create_dir_all(&logs).ctx("creating", &logs)?;
-                let log = logs.join(format!("post-setup-{}.log", i + 1));
-                let outcome = hooks::run_command(cmd, &env, &log, reporter);
-                if outcome.is_failure() && !cmd.continue_on_error.unwrap_or(false) {
-                    stop_reason = Some(format!("an earlier command ({}) failed", outcome.label));
+                match crate::fsutil::real_dir(self.thread.dir(), &logs) {
+                    Err(e) => HookOutcome {
+                        reason: Some(format!("cannot create its log directory: {e}")),
+                        status: HookStatus::Failed,
+                        ..HookOutcome::skipped(HookKind::Command, label, "")
+                    },
+                    Ok(()) => {
+                        let log = logs.join(format!("post-setup-{}.log", i + 1));
+                        let outcome = hooks::run_command(cmd, &env, &log, reporter, Some(&watch));
+                        if outcome.is_failure() && !cmd.continue_on_error.unwrap_or(false) {
+                            stop_reason =
+                                Some(format!("an earlier command ({}) failed", outcome.label));
+                        }
+                        outcome
+                    }
                 }
-                outcome
             };
-            reporter.finished(&outcome);
-            outcomes.push(outcome);
+            self.report(reporter, outcome);
         }
+        self.interrupted = watch.received();
     }
 
-    // 5. First messages: initialPrompt, then --prompt.
-    let mut prompts = Vec::new();
-    if let Some(initial) = &hooks_cfg.initial_prompt {
-        let outcome = if !maker.initial_prompt() {
-            HookOutcome::skipped(
-                HookKind::InitialPrompt,
-                "initial prompt",
-                "the thread continues an existing conversation",
-            )
-        } else if task.hooks {
-            prompts.push(initial.clone());
-            HookOutcome {
-                kind: HookKind::InitialPrompt,
-                label: "initial prompt".into(),
-                status: HookStatus::Ok,
-                exit_code: None,
-                duration_ms: 0,
-                log_file: None,
-                reason: None,
+    /// Whether the command list may run: already trusted, trusted now by
+    /// `--trust`, or trusted by the user's answer. A trust store that cannot
+    /// be read means "not trusted", with a problem recorded.
+    fn trusted(
+        &mut self,
+        commands: &[atsf::PostSetupCommand],
+        ask: &dyn Fn(&[atsf::PostSetupCommand]) -> bool,
+    ) -> bool {
+        let root = &self.project.main_root;
+        let hash = hooks::commands_hash(commands);
+        let store = match TrustStore::open() {
+            Ok(s) => s,
+            Err(e) => {
+                self.problems.push(e.to_string());
+                return false;
             }
-        } else {
-            HookOutcome::skipped(HookKind::InitialPrompt, "initial prompt", "--no-hooks")
         };
-        reporter.finished(&outcome);
-        outcomes.push(outcome);
-    }
-    prompts.extend(task.prompt.clone());
-    for prompt in prompts {
-        let message = atsf::Message::new(atsf::Role::User, vec![atsf::ContentBlock::text(prompt)]);
-        thread.append(message, crate::store::AppendOptions::default())?;
-    }
-    let hooks_json = serde_json::to_value(&outcomes).unwrap_or(Value::Null);
-    let all_excludes: Vec<String> = excludes.iter().chain(&new_excludes).cloned().collect();
-    let meta = thread.update_meta(|m| {
-        if let Some(Value::Object(grove)) = m.metadata_mut().get_mut("grove") {
-            grove.insert("hooks".into(), hooks_json);
-            grove.insert("excludes".into(), json!(all_excludes));
+        match store.is_trusted(root, &hash) {
+            Ok(true) => return true,
+            Ok(false) => {}
+            Err(e) => self.problems.push(format!(
+                "{e}; the commands count as not trusted (`grove trust` rewrites the trust store)"
+            )),
         }
-    })?;
-
-    // 6. The cache, from the start: a later `rm -rf` cannot lose the thread.
-    let record = CacheRecord {
-        repo_root: project.main_root.to_string_lossy().into_owned(),
-        worktree_path: dir.to_string_lossy().into_owned(),
-        branch: branch.clone(),
-        state: CacheState::Live,
-        cached_at: atsf::now_timestamp(),
-    };
-    cache::save(&project.main_root, &thread, &record, false)?;
-
-    Ok(CreatedTask {
-        thread,
-        meta,
-        worktree: dir,
-        branch,
-        hooks: outcomes,
-        carried,
-    })
-}
-
-/// Decides whether the command list may run: already trusted, trusted now by
-/// `--trust`, or trusted by the user's answer.
-fn command_trust(
-    repo_root: &Path,
-    commands: &[atsf::PostSetupCommand],
-    trust_flag: bool,
-    ask: &dyn Fn(&[atsf::PostSetupCommand]) -> bool,
-) -> Result<bool> {
-    let store = TrustStore::open()?;
-    let hash = hooks::commands_hash(commands);
-    if store.is_trusted(repo_root, &hash)? {
-        return Ok(true);
+        if !(self.task.trust || ask(commands)) {
+            return false;
+        }
+        match store.trust(root, &hash) {
+            Ok(Some(saved)) => self.problems.push(format!(
+                "the unreadable trust store was kept as {}",
+                saved.display()
+            )),
+            Ok(None) => {}
+            Err(e) => self
+                .problems
+                .push(format!("the commands run, but trust was not saved: {e}")),
+        }
+        true
     }
-    if trust_flag || ask(commands) {
-        store.trust(repo_root, &hash)?;
-        return Ok(true);
+
+    /// `initialPrompt` then `--prompt`, as the thread's first user messages.
+    fn prompts(
+        &mut self,
+        cfg: &atsf::WorktreeHooks,
+        reporter: &dyn HookReporter,
+        maker: &dyn MakeThread,
+    ) {
+        let mut prompts = Vec::new();
+        if let Some(initial) = &cfg.initial_prompt {
+            let outcome = if !maker.initial_prompt() {
+                HookOutcome::skipped(
+                    HookKind::InitialPrompt,
+                    "initial prompt",
+                    "the thread continues an existing conversation",
+                )
+            } else if self.task.hooks {
+                prompts.push(initial.clone());
+                HookOutcome {
+                    kind: HookKind::InitialPrompt,
+                    label: "initial prompt".into(),
+                    status: HookStatus::Ok,
+                    exit_code: None,
+                    duration_ms: 0,
+                    log_file: None,
+                    reason: None,
+                }
+            } else {
+                HookOutcome::skipped(HookKind::InitialPrompt, "initial prompt", "--no-hooks")
+            };
+            self.report(reporter, outcome);
+        }
+        prompts.extend(self.task.prompt.clone());
+        let messages: Vec<atsf::Message> = prompts
+            .into_iter()
+            .map(|p| atsf::Message::new(atsf::Role::User, vec![atsf::ContentBlock::text(p)]))
+            .collect();
+        if messages.is_empty() {
+            return;
+        }
+        let appended = self
+            .thread
+            .lock()
+            .and_then(|lock| lock.append_all(messages, crate::store::AppendOptions::default()));
+        match appended {
+            Ok(done) => self.problems.extend(
+                done.into_iter()
+                    .filter_map(|a| a.meta_error)
+                    .map(|e| e.to_string()),
+            ),
+            Err(e) => self
+                .problems
+                .push(format!("the first messages were not written: {e}")),
+        }
     }
-    Ok(false)
+
+    /// Hook outcomes, exclude entries and problems into `thread.json`.
+    fn record(&mut self) -> Option<ThreadMeta> {
+        let hooks_json = serde_json::to_value(&self.outcomes).unwrap_or(Value::Null);
+        let excludes = json!(self.excludes);
+        let problems = self.problems.clone();
+        let result = self.thread.update_meta(|m| {
+            if let Some(Value::Object(grove)) = m.metadata_mut().get_mut("grove") {
+                grove.insert("hooks".into(), hooks_json);
+                grove.insert("excludes".into(), excludes);
+                if !problems.is_empty() {
+                    grove.insert("problems".into(), json!(problems));
+                }
+            }
+        });
+        match result {
+            Ok(meta) => Some(meta),
+            Err(e) => {
+                self.problems
+                    .push(format!("the hook outcomes were not recorded: {e}"));
+                None
+            }
+        }
+    }
+
+    /// The cache, from the start: a later `rm -rf` cannot lose the thread.
+    fn cache(&mut self) {
+        let record = CacheRecord {
+            repo_root: self.project.main_root.to_string_lossy().into_owned(),
+            worktree_path: self.dir.to_string_lossy().into_owned(),
+            branch: self.plan.branch.clone(),
+            state: CacheState::Live,
+            cached_at: atsf::now_timestamp(),
+        };
+        if let Err(e) = cache::save(&self.project.main_root, &self.thread, &record, false) {
+            self.problems.push(format!(
+                "the thread is not in grove's cache yet (the next `grove list` retries): {e}"
+            ));
+        }
+    }
 }

@@ -1,11 +1,16 @@
 //! Keeping grove's own files out of `git status`.
 //!
-//! grove writes, inside a worktree, the thread directory, possibly copies of
-//! `.agent/config.json` and `.agent/.gitignore`, and the symlinks of
-//! `worktreeHooks`. None of that is the user's work, so grove lists those
-//! paths in the repository's `info/exclude` (shared by all its worktrees),
-//! inside a block it manages. A user's own `.gitignore` rules still win:
-//! `!threads/*/thread.json` in `.agent/.gitignore` keeps thread metadata visible.
+//! grove writes, inside a worktree, copies of `.agent/config.json` and
+//! `.agent/.gitignore` and the symlinks of `worktreeHooks`. None of that is
+//! the user's work, so grove lists those paths in the repository's
+//! `info/exclude` (shared by all its worktrees), inside a block it manages.
+//! (Threads are kept out by a `.gitignore` in the worktree's
+//! `.agent/threads/`, which covers every thread whoever wrote it.)
+//!
+//! The file is shared by every worktree and every grove process, so each
+//! change is made under a lock file beside it, and every entry is escaped to
+//! match exactly its one path: a path from a repository's config can never
+//! add a rule of its own.
 
 use std::path::{Path, PathBuf};
 
@@ -27,8 +32,15 @@ pub fn exclude_file(git: &Git, worktree: &Path) -> Result<PathBuf> {
     Ok(Path::new(&common).join("info").join("exclude"))
 }
 
-/// Adds root-anchored `patterns` to grove's block (once each).
+/// Adds root-anchored `patterns` (made by [`pattern_for`]) to grove's block
+/// (once each).
 pub fn add(file: &Path, patterns: &[String]) -> Result<()> {
+    if let Some(bad) = patterns.iter().find(|p| p.chars().any(char::is_control)) {
+        return Err(crate::Error::Other(format!(
+            "refusing to write {bad:?} into {}: it holds a control character",
+            file.display()
+        )));
+    }
     edit(file, |lines| {
         for p in patterns {
             if !lines.contains(p) {
@@ -44,6 +56,10 @@ pub fn remove(file: &Path, patterns: &[String]) -> Result<()> {
 }
 
 fn edit(file: &Path, change: impl FnOnce(&mut Vec<String>)) -> Result<()> {
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir).ctx("creating", dir)?;
+    }
+    let _lock = crate::fsutil::FileLock::acquire(&crate::fsutil::lock_path_for(file))?;
     let text = match std::fs::read_to_string(file) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -77,25 +93,51 @@ fn edit(file: &Path, change: impl FnOnce(&mut Vec<String>)) -> Result<()> {
     if content == text {
         return Ok(());
     }
-    if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir).ctx("creating", dir)?;
-    }
     crate::fsutil::write_atomic(file, content.as_bytes())
 }
 
-/// The pattern for a path relative to the worktree root: anchored, `/` separated.
-/// Glob characters in the name are escaped so the pattern matches only that path.
-pub fn pattern_for(relative: &Path) -> String {
+/// Removes temp files a killed writer left beside `file`, under the lock
+/// every writer holds. Returns what was removed.
+pub fn remove_stale_temps(file: &Path) -> Result<Vec<PathBuf>> {
+    let Some(dir) = file.parent().filter(|d| d.is_dir()) else {
+        return Ok(Vec::new());
+    };
+    let _lock = crate::fsutil::FileLock::acquire(&crate::fsutil::lock_path_for(file))?;
+    crate::fsutil::remove_stale_temps(dir)
+}
+
+/// The pattern for a path relative to the worktree root: anchored, `/`
+/// separated, matching exactly that one path. Every character `gitignore`
+/// gives a meaning to is escaped (`\\`, `*`, `?`, `[`, a trailing space);
+/// a control character (a newline would start a rule of its own) is refused.
+///
+/// ```
+/// use std::path::Path;
+/// use grove::worktree::exclude::pattern_for;
+/// assert_eq!(pattern_for(Path::new("a/*.env")).unwrap(), "/a/\\*.env");
+/// assert_eq!(pattern_for(Path::new("!x ")).unwrap(), "/!x\\ ");
+/// assert!(pattern_for(Path::new("x\nsrc")).is_err());
+/// ```
+pub fn pattern_for(relative: &Path) -> Result<String> {
+    let text = relative.to_string_lossy();
+    if let Some(c) = text.chars().find(|c| c.is_control()) {
+        return Err(crate::Error::Other(format!(
+            "{text:?} holds the control character {c:?}; it cannot be written into info/exclude"
+        )));
+    }
     let mut out = String::from("/");
-    for c in relative.to_string_lossy().chars() {
+    let chars: Vec<char> = text.chars().collect();
+    let last_kept = chars.iter().rposition(|c| *c != ' ');
+    for (i, &c) in chars.iter().enumerate() {
         match c {
             '\\' if cfg!(windows) => out.push('/'),
-            '*' | '?' | '[' => {
+            '\\' | '*' | '?' | '[' => {
                 out.push('\\');
                 out.push(c);
             }
+            ' ' if last_kept.is_none_or(|k| i > k) => out.push_str("\\ "),
             _ => out.push(c),
         }
     }
-    out
+    Ok(out)
 }

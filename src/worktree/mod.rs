@@ -11,5 +11,19 @@ mod repo;
 pub use create::{
     CreatedTask, DEFAULT_BRANCH_PREFIX, MakeThread, NewTask, branch_prefix, create, create_with,
 };
+pub(crate) use remove::delete_branch as delete_branch_at;
 pub use remove::{RemoveOptions, Removed, remove, unsafe_reasons};
 pub use repo::{Repo, WorktreeEntry, is_dirty, parse_worktree_list};
+
+/// Whether a path of a worktree (as git prints it, relative to its root) is
+/// one of grove's own: `.agent/threads/…` or `.agent/.grove/…`. Those are
+/// saved to the cache before a worktree is removed, so they are never
+/// "uncommitted work", and never carried into another worktree.
+pub(crate) fn is_grove_path(path: &[u8]) -> bool {
+    let under = |dir: &str| {
+        let prefix = format!("{}/{dir}", crate::atsf::AGENT_DIR);
+        path.strip_prefix(prefix.as_bytes())
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(b"/"))
+    };
+    under(crate::atsf::THREADS_DIR) || under(crate::store::PRIVATE_DIR)
+}

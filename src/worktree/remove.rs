@@ -1,22 +1,33 @@
-//! `grove rm`: remove a task's worktree (and branch) without losing work or history.
+//! `grove rm`: remove a task's worktree (and branch) without losing work or
+//! history.
+//!
+//! The steps: [`unsafe_reasons`] finds what only this worktree holds
+//! (uncommitted files, commits on a detached HEAD or on any branch checked
+//! out there that exist nowhere else, a submodule's changes); every thread
+//! of the worktree is saved to the cache; the intent is recorded; then
+//! `git worktree remove`, then the branch grove created — by its recorded
+//! name, never whatever is checked out now.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::{Repo, exclude, is_dirty};
+use super::{Repo, exclude};
 use crate::cache::{self, CacheRecord, CacheState};
 use crate::discovery::{Found, Status};
 use crate::error::{Error, Result};
+use crate::intent::{self, Action};
+use crate::store::Store;
 
 /// How to remove.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RemoveOptions {
-    /// Remove even with uncommitted or unsaved work, and delete an unmerged branch.
+    /// Remove even with uncommitted or unsaved work, drop more threads than
+    /// the one asked for with `purge`, and delete grove's unmerged branch.
     pub force: bool,
     /// Keep the branch.
     pub keep_branch: bool,
-    /// Do not keep the thread in the cache (and drop an existing cache entry).
+    /// Do not keep the threads in the cache (and drop existing cache entries).
     pub purge: bool,
 }
 
@@ -26,6 +37,7 @@ pub struct RemoveOptions {
 pub struct Removed {
     pub thread_id: String,
     pub worktree_path: PathBuf,
+    /// The branch grove created for the task (its recorded name).
     pub branch: Option<String>,
     pub branch_deleted: bool,
     /// Why the branch was kept, when it was.
@@ -33,6 +45,16 @@ pub struct Removed {
     pub branch_kept: Option<String>,
     /// Where the thread is kept now (`null` with --purge).
     pub cached_at: Option<PathBuf>,
+    /// Every thread that lived in the worktree (the one asked for included).
+    pub threads: Vec<String>,
+}
+
+/// What the worktree's HEAD is.
+#[derive(Debug, Clone)]
+struct Head {
+    commit: Option<String>,
+    /// Short branch name; `None` when detached.
+    branch: Option<String>,
 }
 
 /// Reasons `rm` refuses without `--force`; empty when removal is safe.
@@ -41,34 +63,286 @@ pub fn unsafe_reasons(repo: &Repo, found: &Found) -> Result<Vec<String>> {
     let Some(wt) = &found.worktree else {
         return Ok(reasons);
     };
-    if wt.is_dir() && is_dirty(wt)? {
-        let status = repo.git.run(wt, &["status", "--short"])?;
-        let files: Vec<&str> = status.lines().take(5).collect();
-        reasons.push(format!(
-            "uncommitted changes in {}: {}",
-            wt.display(),
-            files.join(", ")
-        ));
+    if intact(wt) {
+        let files = uncommitted(repo, wt)?;
+        if !files.is_empty() {
+            reasons.push(format!(
+                "uncommitted changes in {}: {}",
+                wt.display(),
+                list_some(&files, 5)
+            ));
+        }
+        reasons.extend(submodule_reasons(repo, wt)?);
     }
-    if let Some(branch) = &found.branch
-        && repo.branch_exists(branch)?
+    let head = head_of(repo, wt)?;
+    match (&head.branch, &head.commit) {
+        (None, Some(commit)) => {
+            let only_here = repo.git.run(
+                &repo.main_root,
+                &[
+                    "rev-list",
+                    "--oneline",
+                    commit,
+                    "--not",
+                    "--branches",
+                    "--tags",
+                    "--remotes",
+                ],
+            )?;
+            let commits: Vec<&str> = only_here.lines().collect();
+            if !commits.is_empty() {
+                reasons.push(format!(
+                    "{} commit(s) on the detached HEAD of {} are on no branch, tag or remote: {}",
+                    commits.len(),
+                    wt.display(),
+                    list_some(&commits, 3)
+                ));
+            }
+        }
+        (Some(branch), _) => reasons.extend(unsaved(repo, branch)?),
+        _ => {}
+    }
+    if let Some(recorded) = recorded_branch(found)
+        && head.branch.as_deref() != Some(recorded.as_str())
     {
-        let commits = repo.unsaved_commits(branch)?;
+        reasons.extend(unsaved(repo, &recorded)?);
+    }
+    Ok(reasons)
+}
+
+fn unsaved(repo: &Repo, branch: &str) -> Result<Option<String>> {
+    if !repo.branch_exists(branch)? {
+        return Ok(None);
+    }
+    let commits = repo.unsaved_commits(branch)?;
+    Ok((!commits.is_empty()).then(|| {
+        format!(
+            "{} commit(s) on {branch} are neither pushed to its upstream nor merged into the default branch: {}",
+            commits.len(),
+            list_some(&commits, 3)
+        )
+    }))
+}
+
+fn list_some<S: AsRef<str>>(items: &[S], n: usize) -> String {
+    let mut shown: Vec<&str> = items.iter().take(n).map(AsRef::as_ref).collect();
+    if items.len() > n {
+        shown.push("…");
+    }
+    shown.join(", ")
+}
+
+/// Whether the worktree directory is there and still a git working tree.
+fn intact(wt: &Path) -> bool {
+    std::fs::symlink_metadata(wt.join(".git")).is_ok()
+}
+
+/// Uncommitted paths of the worktree (untracked ones included), leaving out
+/// grove's own files: its threads are saved to the cache before anything is
+/// removed.
+fn uncommitted(repo: &Repo, wt: &Path) -> Result<Vec<String>> {
+    let out = repo.git.bytes(
+        wt,
+        &[
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--ignore-submodules=none",
+            "--no-renames",
+        ],
+        None,
+        true,
+    )?;
+    Ok(out
+        .split(|&b| b == 0)
+        .filter(|e| e.len() > 3)
+        .map(|e| &e[3..])
+        .filter(|p| !super::is_grove_path(p))
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .collect())
+}
+
+/// Initialised submodules with uncommitted changes or commits that exist
+/// nowhere else: removing the worktree removes their git directories too.
+fn submodule_reasons(repo: &Repo, wt: &Path) -> Result<Vec<String>> {
+    let mut reasons = Vec::new();
+    for sub in submodules(repo, wt)? {
+        let dir = wt.join(&sub);
+        let dirty = repo.git.bytes(
+            &dir,
+            &["status", "--porcelain=v1", "-z", "--untracked-files=all"],
+            None,
+            true,
+        )?;
+        if !dirty.is_empty() {
+            reasons.push(format!("uncommitted changes in submodule {sub}"));
+        }
+        let local = repo.git.run(
+            &dir,
+            &[
+                "rev-list",
+                "--oneline",
+                "HEAD",
+                "--not",
+                "--remotes",
+                "--tags",
+            ],
+        )?;
+        let commits: Vec<&str> = local.lines().collect();
         if !commits.is_empty() {
             reasons.push(format!(
-                "{} commit(s) on {branch} are neither pushed to its upstream nor merged into the default branch: {}",
+                "{} commit(s) in submodule {sub} are on none of its remotes: {}",
                 commits.len(),
-                commits.iter().take(3).cloned().collect::<Vec<_>>().join("; ")
+                list_some(&commits, 3)
             ));
         }
     }
     Ok(reasons)
 }
 
-/// Removes the worktree of `found`: checks, caches the thread, `git worktree
-/// remove`, then deletes the branch when that is safe.
+/// Paths of the worktree's initialised submodules, nested ones included.
+fn submodules(repo: &Repo, wt: &Path) -> Result<Vec<String>> {
+    if std::fs::symlink_metadata(wt.join(".gitmodules")).is_err() {
+        return Ok(Vec::new());
+    }
+    let out = repo.git.run(wt, &["submodule", "status", "--recursive"])?;
+    Ok(out
+        .lines()
+        .filter(|l| !l.starts_with('-'))
+        .filter_map(|l| l.get(1..)?.split_whitespace().nth(1).map(str::to_string))
+        .collect())
+}
+
+/// The HEAD of the worktree at `wt`: read there when it is intact, from
+/// `git worktree list` otherwise.
+fn head_of(repo: &Repo, wt: &Path) -> Result<Head> {
+    if intact(wt) {
+        let commit = repo
+            .git
+            .output(wt, &["rev-parse", "-q", "--verify", "HEAD"])?;
+        let branch = repo
+            .git
+            .output(wt, &["symbolic-ref", "-q", "--short", "HEAD"])?;
+        return Ok(Head {
+            commit: commit.success.then(|| commit.stdout.trim().to_string()),
+            branch: branch.success.then(|| branch.stdout.trim().to_string()),
+        });
+    }
+    let entry = repo.worktrees()?.into_iter().find(|e| e.path == wt);
+    Ok(Head {
+        commit: entry.as_ref().and_then(|e| e.head.clone()),
+        branch: entry.and_then(|e| e.branch),
+    })
+}
+
+/// The branch grove created the task on, by the name it recorded — `None`
+/// when grove did not create it (it then never deletes it).
+fn recorded_branch(found: &Found) -> Option<String> {
+    let grove = found.meta.metadata.as_ref()?.get("grove")?;
+    if grove.get("createdBranch")?.as_bool() != Some(true) {
+        return None;
+    }
+    found
+        .meta
+        .context
+        .worktree
+        .as_ref()
+        .map(|w| w.branch.clone())
+}
+
+/// Removes the worktree of `found`: checks, caches every thread of the
+/// worktree, records the intent, `git worktree remove`, then deletes the
+/// branch grove created when that is safe.
 pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Removed> {
-    let id = found.meta.thread_id.clone();
+    let id = found.thread.id().to_string();
+    let wt = refuse_early(found, options)?;
+    let threads = threads_in(&wt, &id);
+    if options.purge && threads.len() > 1 && !options.force {
+        return Err(Error::Refused(format!(
+            "{} holds {} threads, and --purge would delete every one: {}. Pass --force to drop \
+             them all, or leave out --purge to keep them in grove's cache",
+            wt.display(),
+            threads.len(),
+            threads.join(", ")
+        )));
+    }
+    if !options.force {
+        let reasons = unsafe_reasons(repo, found)?;
+        if !reasons.is_empty() {
+            return Err(Error::Refused(format!(
+                "not removing {}: {}. Commit and push (or merge) the work, or pass --force",
+                wt.display(),
+                reasons.join("; ")
+            )));
+        }
+    }
+    let branch_plan = branch_plan(repo, found, options)?;
+
+    // The threads are saved before anything is removed.
+    let cached = if options.purge {
+        Vec::new()
+    } else {
+        save_threads(found, &wt, &threads)?
+    };
+    let step = intent::begin(Action::Remove {
+        repo: repo.main_root.clone(),
+        worktree: wt.clone(),
+        cached: cached.clone(),
+        branch: branch_plan.delete.clone(),
+        branch_tip: branch_plan.tip.clone(),
+    })?;
+    remove_worktree(repo, &wt, options.force)?;
+    // Entries grove wrote for this thread's directory in older versions.
+    let thread_rel = Path::new(crate::atsf::AGENT_DIR)
+        .join(crate::atsf::THREADS_DIR)
+        .join(&id);
+    if let Ok(pattern) = exclude::pattern_for(&thread_rel) {
+        let file = exclude::exclude_file(&repo.git, &repo.main_root)?;
+        exclude::remove(&file, &[format!("{pattern}/")])?;
+    }
+    let branch_deleted = match (&branch_plan.delete, &branch_plan.tip) {
+        (Some(branch), Some(tip)) => delete_branch(repo, branch, tip)?,
+        _ => false,
+    };
+    if options.purge {
+        for t in &threads {
+            cache::purge(&found.repo_root, t)?;
+        }
+        cache::purge(&found.repo_root, &id)?;
+    } else {
+        let _lock = cache::lock(&found.repo_root)?;
+        for dir in &cached {
+            cache::set_state_at(dir, CacheState::Removed)?;
+        }
+    }
+    step.done();
+    Ok(Removed {
+        thread_id: id.clone(),
+        worktree_path: wt,
+        branch: recorded_branch(found),
+        branch_deleted,
+        branch_kept: if branch_deleted {
+            None
+        } else {
+            branch_plan.kept
+        },
+        cached_at: cached
+            .iter()
+            .find(|d| d.file_name().is_some_and(|n| n == id.as_str()))
+            .cloned(),
+        threads: if threads.is_empty() {
+            vec![id]
+        } else {
+            threads
+        },
+    })
+}
+
+/// The refusals that need no look at the repository: no worktree, already
+/// removed, locked. Returns the worktree.
+fn refuse_early(found: &Found, options: RemoveOptions) -> Result<PathBuf> {
+    let id = found.thread.id();
     let Some(wt) = found.worktree.clone() else {
         return Err(Error::Refused(format!(
             "thread {id} has no worktree (it lives in {}); nothing to remove",
@@ -77,7 +351,7 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
     };
     if found.status == Status::Removed {
         if options.purge {
-            cache::purge(&found.repo_root, &id)?;
+            cache::purge(&found.repo_root, id)?;
         }
         return Err(Error::Refused(format!(
             "the worktree of thread {id} was already removed{}",
@@ -99,135 +373,138 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
             }
         )));
     }
-    if !options.force {
-        let reasons = unsafe_reasons(repo, found)?;
-        if !reasons.is_empty() {
-            return Err(Error::Refused(format!(
-                "not removing {}: {}. Commit and push (or merge) the work, or pass --force",
-                wt.display(),
-                reasons.join("; ")
-            )));
-        }
-    }
-
-    // The thread is saved before anything is removed.
-    let cached_at = if options.purge {
-        None
-    } else {
-        let record = removing_record(found, &wt);
-        if found.from_cache {
-            cache::set_state(&found.repo_root, &id, CacheState::Removing)?;
-            Some(found.thread.dir().to_path_buf())
-        } else {
-            Some(cache::save(&found.repo_root, &found.thread, &record, true)?)
-        }
-    };
-    // Any other thread kept in this worktree's .agent/ is saved too: removing
-    // the directory must not take a conversation with it.
-    let mut others = Vec::new();
-    if !options.purge && wt.is_dir() {
-        for t in crate::store::Store::for_project(&wt).list()?.threads {
-            if t.meta.thread_id != id {
-                let record = removing_record(found, &wt);
-                cache::save(&found.repo_root, &t.thread, &record, true)?;
-                others.push(t.meta.thread_id);
-            }
-        }
-    }
-    // Only the thread's own directory: the other patterns (a copied config,
-    // symlink targets) are shared by every worktree of the repository.
-    let thread_rel = std::path::Path::new(crate::atsf::AGENT_DIR)
-        .join(crate::atsf::THREADS_DIR)
-        .join(&id);
-    let excludes = vec![format!("{}/", exclude::pattern_for(&thread_rel))];
-    let exclude_file = exclude::exclude_file(&repo.git, &repo.main_root)?;
-
-    if wt.is_dir() {
-        let path = wt.to_string_lossy();
-        let mut args = vec!["worktree", "remove"];
-        if options.force {
-            args.push("--force");
-        }
-        args.push(&path);
-        repo.git.run(&repo.main_root, &args)?;
-    } else {
-        repo.prune()?;
-    }
-    exclude::remove(&exclude_file, &excludes)?;
-
-    let (branch_deleted, branch_kept) = match &found.branch {
-        Some(branch) if !options.keep_branch && repo.branch_exists(branch)? => {
-            match branch_deletion(repo, found, branch, options.force)? {
-                None => {
-                    repo.git.run(&repo.main_root, &["branch", "-D", branch])?;
-                    (true, None)
-                }
-                Some(why) => (false, Some(why)),
-            }
-        }
-        Some(_) if options.keep_branch => (false, Some("--keep-branch".to_string())),
-        _ => (false, None),
-    };
-
-    if options.purge {
-        cache::purge(&found.repo_root, &id)?;
-    } else {
-        cache::set_state(&found.repo_root, &id, CacheState::Removed)?;
-    }
-    for other in &others {
-        cache::set_state(&found.repo_root, other, CacheState::Removed)?;
-    }
-    Ok(Removed {
-        thread_id: id,
-        worktree_path: wt,
-        branch: found.branch.clone(),
-        branch_deleted,
-        branch_kept,
-        cached_at,
-    })
+    Ok(wt)
 }
 
-/// The cache record of a thread whose worktree is being removed.
-fn removing_record(found: &Found, wt: &std::path::Path) -> CacheRecord {
-    CacheRecord {
+/// The ids of every thread directory in the worktree's `.agent/threads/`
+/// (readable or not), the one asked for first.
+fn threads_in(wt: &Path, id: &str) -> Vec<String> {
+    let mut ids = Store::for_project(wt).thread_dir_names();
+    if let Some(pos) = ids.iter().position(|t| t == id) {
+        let own = ids.remove(pos);
+        ids.insert(0, own);
+    }
+    ids
+}
+
+/// Saves every thread of the worktree (and the one asked for, when it was
+/// found in the cache) with the state `removing`; returns their cache
+/// directories. A thread that cannot be saved stops the removal.
+fn save_threads(found: &Found, wt: &Path, threads: &[String]) -> Result<Vec<PathBuf>> {
+    let record = CacheRecord {
         repo_root: found.repo_root.to_string_lossy().into_owned(),
         worktree_path: wt.to_string_lossy().into_owned(),
         branch: found.branch.clone().unwrap_or_default(),
         state: CacheState::Removing,
         cached_at: crate::atsf::now_timestamp(),
+    };
+    let mut dirs = Vec::new();
+    if found.from_cache {
+        cache::set_state(&found.repo_root, found.thread.id(), CacheState::Removing)?;
+        dirs.push(found.thread.dir().to_path_buf());
     }
+    let store = Store::for_project(wt);
+    for id in threads {
+        let thread = store.thread(id)?;
+        let dir = cache::save(&found.repo_root, &thread, &record, true).map_err(|e| {
+            Error::Refused(format!(
+                "not removing {}: thread {id} could not be saved to grove's cache ({e}); \
+                 nothing was removed",
+                wt.display()
+            ))
+        })?;
+        if !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    Ok(dirs)
 }
 
-/// `None` when the branch may be deleted; otherwise why it is kept.
-fn branch_deletion(
-    repo: &Repo,
-    found: &Found,
-    branch: &str,
-    force: bool,
-) -> Result<Option<String>> {
-    let grove = found.meta.metadata.as_ref().and_then(|m| m.get("grove"));
-    let created = grove
-        .and_then(|g| g.get("createdBranch")?.as_bool())
-        .unwrap_or(false);
-    if !created {
-        return Ok(Some(format!("{branch} existed before grove used it")));
+/// `git worktree remove`; `--force` when asked, or when the worktree has
+/// submodules (git refuses those otherwise — grove's own checks, which look
+/// into the submodules, have passed). A directory already gone is pruned.
+fn remove_worktree(repo: &Repo, wt: &Path, force: bool) -> Result<()> {
+    if !intact(wt) {
+        if std::fs::symlink_metadata(wt).is_ok() {
+            // Half removed by an interrupted run: what is left was checked then.
+            crate::trash::remove_now(wt)?;
+        }
+        return repo.prune();
     }
-    if force {
-        return Ok(None);
+    let path = wt.to_string_lossy();
+    let mut args = vec!["worktree", "remove"];
+    if force || !submodules(repo, wt)?.is_empty() {
+        args.push("--force");
     }
-    let tip = repo
-        .resolve_commit(&format!("refs/heads/{branch}"))?
-        .unwrap_or_default();
+    args.push(&path);
+    repo.git.run(&repo.main_root, &args).map(drop)
+}
+
+/// What happens to grove's branch.
+struct BranchPlan {
+    /// The branch to delete after the worktree is gone.
+    delete: Option<String>,
+    /// Its tip now: it is deleted only if it still points there.
+    tip: Option<String>,
+    /// Why it is kept, when it is.
+    kept: Option<String>,
+}
+
+fn branch_plan(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<BranchPlan> {
+    let kept = |why: String| BranchPlan {
+        delete: None,
+        tip: None,
+        kept: Some(why),
+    };
+    let Some(branch) = recorded_branch(found) else {
+        return Ok(match &found.branch {
+            Some(b) => kept(format!("{b} existed before grove used it")),
+            None => kept("grove did not create a branch for this task".into()),
+        });
+    };
+    if options.keep_branch {
+        return Ok(kept("--keep-branch".into()));
+    }
+    let Some(tip) = repo.resolve_commit(&format!("refs/heads/{branch}"))? else {
+        return Ok(BranchPlan {
+            delete: None,
+            tip: None,
+            kept: None,
+        });
+    };
     let base = found
         .meta
         .context
         .extra
         .get("baseCommit")
         .and_then(|v| v.as_str());
-    if base == Some(tip.as_str()) || repo.is_integrated(&tip, &repo.default_branch_refs()?)? {
-        return Ok(None);
+    let integrated =
+        base == Some(tip.as_str()) || repo.is_integrated(&tip, &repo.default_branch_refs()?)?;
+    if !integrated && !options.force {
+        return Ok(kept(format!(
+            "{branch} is not merged into the default branch; `grove rm --force` or `git branch -D {branch}` deletes it"
+        )));
     }
-    Ok(Some(format!(
-        "{branch} is not merged into the default branch; `grove rm --force` or `git branch -D {branch}` deletes it"
-    )))
+    Ok(BranchPlan {
+        delete: Some(branch),
+        tip: Some(tip),
+        kept: None,
+    })
+}
+
+/// Deletes `branch` if it still points at `tip` (git checks it atomically)
+/// and is checked out nowhere; returns whether it did.
+pub(crate) fn delete_branch(repo: &Repo, branch: &str, tip: &str) -> Result<bool> {
+    if repo
+        .worktrees()?
+        .iter()
+        .any(|w| w.branch.as_deref() == Some(branch))
+    {
+        return Ok(false);
+    }
+    let r = format!("refs/heads/{branch}");
+    let out = repo
+        .git
+        .output(&repo.main_root, &["update-ref", "-d", &r, tip])?;
+    Ok(out.success)
 }

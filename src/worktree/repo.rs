@@ -294,7 +294,8 @@ pub fn parse_worktree_list(out: &str) -> Vec<WorktreeEntry> {
 }
 
 /// Whether the worktree at `path` has uncommitted changes: modified, staged,
-/// or untracked files that are not ignored.
+/// or untracked files that are not ignored — grove's own files (threads,
+/// its `.agent/.grove/` area) aside.
 pub fn is_dirty(path: &Path) -> Result<bool> {
     if let Ok(repo) = git2::Repository::open(path) {
         let mut opts = git2::StatusOptions::new();
@@ -303,9 +304,31 @@ pub fn is_dirty(path: &Path) -> Result<bool> {
             .include_ignored(false)
             .exclude_submodules(false);
         if let Ok(statuses) = repo.statuses(Some(&mut opts)) {
-            return Ok(!statuses.is_empty());
+            let mut collapsed_agent = false;
+            for entry in statuses.iter() {
+                let p = entry.path_bytes();
+                if super::is_grove_path(p.strip_suffix(b"/").unwrap_or(p)) {
+                    continue;
+                }
+                if p == b".agent/" {
+                    collapsed_agent = true;
+                    continue;
+                }
+                return Ok(true);
+            }
+            if !collapsed_agent {
+                return Ok(false);
+            }
         }
     }
-    let out = Git::find()?.run(path, &["status", "--porcelain", "-z"])?;
-    Ok(!out.is_empty())
+    let out = Git::find()?.bytes(
+        path,
+        &["status", "--porcelain=v1", "-z", "--untracked-files=all"],
+        None,
+        true,
+    )?;
+    Ok(out
+        .split(|&b| b == 0)
+        .filter(|e| e.len() > 3)
+        .any(|e| !super::is_grove_path(&e[3..])))
 }

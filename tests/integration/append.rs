@@ -158,27 +158,29 @@ fn a_writer_killed_mid_append_leaves_only_readable_lines() {
     let repo = sb.repo("r");
     let id = new_thread(&sb, &repo, "crash");
     let dir = thread_dir(&repo, &id);
-    let mut child = sb
-        .grove(&repo)
-        .args(["append", &id, "--stdin", "--no-fsync"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let feeder = std::thread::spawn(move || {
-        let body = "y".repeat(200_000);
-        for n in 0.. {
-            let line = format!(
-                "{{\"id\":\"m{n}\",\"role\":\"agent\",\"content\":[{{\"type\":\"text\",\"text\":\"{body}\"}}]}}\n"
-            );
-            if stdin.write_all(line.as_bytes()).is_err() {
-                break;
-            }
-        }
-    });
-    // Let it append for a while, then kill it without warning.
+    // A writer appending batch after batch (each batch is checked whole,
+    // then written), killed without warning at some moment of it.
+    let batch = sb.path().join("batch.jsonl");
+    let body = "y".repeat(200_000);
+    let mut lines = String::new();
+    for n in 0..4 {
+        lines.push_str(&format!(
+            "{{\"role\":\"agent\",\"content\":[{{\"type\":\"text\",\"text\":\"{body} {n}\"}}]}}\n"
+        ));
+    }
+    std::fs::write(&batch, lines).unwrap();
+    let mut cmd = std::process::Command::new("sh");
+    sb.env(&mut cmd);
+    cmd.arg("-c")
+        .arg(r#"while :; do "$0" append "$1" --stdin --no-fsync < "$2" >/dev/null 2>&1; done"#)
+        .arg(GROVE)
+        .arg(&id)
+        .arg(&batch)
+        .current_dir(&repo)
+        .stdin(Stdio::null());
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut child = cmd.spawn().unwrap();
+    // Let it append for a while, then kill it (and the append in flight).
     let log = dir.join("messages.jsonl");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0) < 5_000_000 {
@@ -188,9 +190,9 @@ fn a_writer_killed_mid_append_leaves_only_readable_lines() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    child.kill().unwrap(); // SIGKILL on Unix
+    let group = nix::unistd::Pid::from_raw(-(child.id() as i32));
+    nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGKILL).unwrap();
     child.wait().unwrap();
-    feeder.join().unwrap();
 
     let mut reader = MessageReader::open(&log).unwrap();
     let mut complete = 0;

@@ -225,7 +225,11 @@ fn timestamps_are_utc_with_milliseconds() {
         sb.grove(&repo).args(["append", &id, "--stdin"]),
         bad.as_bytes(),
     );
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an invalid message is a usage error"
+    );
     assert!(String::from_utf8_lossy(&out.stderr).contains("yesterday"));
 }
 

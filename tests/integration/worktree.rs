@@ -33,8 +33,14 @@ fn new_creates_branch_worktree_and_thread_and_prints_the_path() {
     let threads: Vec<_> = std::fs::read_dir(path.join(".agent/threads"))
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
         .collect();
     assert_eq!(threads.len(), 1);
+    assert_eq!(
+        std::fs::read_to_string(path.join(".agent/threads/.gitignore")).unwrap(),
+        "# Created by grove: keeps this directory out of git status.\n*\n",
+        "every thread of a task's worktree is kept out of git status"
+    );
     let meta = read_json(&threads[0].join("thread.json"));
     let id = meta["threadId"].as_str().unwrap();
     assert_eq!(&dir_name[7..], &id[..8]);

@@ -256,9 +256,16 @@ fn needs_refresh(thread: &Thread, dir: &Path, record: &CacheRecord) -> bool {
         }
         Err(_) => true,
     };
-    // A new side file (a torn tail) comes with a rewrite of thread.json, so
-    // `stale` covers it: the save links every file.
-    stale || !log_linked || moved
+    // A new file in the thread directory (a torn tail set aside, a file
+    // another tool wrote) changes the directory's time: the save links it.
+    let added = match (
+        std::fs::symlink_metadata(thread.dir()),
+        std::fs::symlink_metadata(dir.join(RECORD)),
+    ) {
+        (Ok(src), Ok(rec)) => src.modified().ok() > rec.modified().ok(),
+        _ => true,
+    };
+    stale || added || !log_linked || moved
 }
 
 fn write_record(dir: &Path, record: &CacheRecord) -> Result<()> {

@@ -13,6 +13,7 @@ mod format;
 mod hooks;
 mod ids;
 mod import;
+mod loss;
 mod read;
 mod relations;
 mod remove;

@@ -14,6 +14,7 @@ mod hooks;
 mod ids;
 mod import;
 mod loss;
+mod parallel;
 mod read;
 mod relations;
 mod remove;

@@ -11,6 +11,7 @@ mod export;
 mod fork;
 mod format;
 mod hooks;
+mod hostile;
 mod ids;
 mod import;
 mod loss;

@@ -120,6 +120,10 @@ fn read_stdin() -> anyhow::Result<Vec<Message>> {
         let value = value.map_err(|e| invalid(format!("not valid JSON: {e}")))?;
         let message = message_from_json(value).map_err(invalid)?;
         grove::store::validate_message(&message).map_err(|e| invalid(e.to_string()))?;
+        // Images are decoded now too (stored later): bad base64 is found
+        // before anything is written.
+        grove::store::take_inline_images(&mut message.clone())
+            .map_err(|e| invalid(e.to_string()))?;
         grove::atsf::normalize_timestamp(&message.timestamp).map_err(|e| invalid(e.to_string()))?;
         messages.push(message);
     }

@@ -146,7 +146,11 @@ pub fn create_with(
     finish.commands(&hooks_cfg, reporter, ask_trust);
     finish.prompts(&hooks_cfg, reporter, maker);
     let meta = finish.record().unwrap_or(meta);
-    finish.cache();
+    let meta = match finish.cache() {
+        // The cache could not be written: that too goes into the record.
+        false => finish.record().unwrap_or(meta),
+        true => meta,
+    };
     Ok(CreatedTask {
         thread: finish.thread,
         meta,
@@ -724,7 +728,8 @@ impl Finish<'_> {
     }
 
     /// The cache, from the start: a later `rm -rf` cannot lose the thread.
-    fn cache(&mut self) {
+    /// Returns whether it was written.
+    fn cache(&mut self) -> bool {
         let record = CacheRecord {
             repo_root: self.project.main_root.to_string_lossy().into_owned(),
             worktree_path: self.dir.to_string_lossy().into_owned(),
@@ -732,10 +737,14 @@ impl Finish<'_> {
             state: CacheState::Live,
             cached_at: atsf::now_timestamp(),
         };
-        if let Err(e) = cache::save(&self.project.main_root, &self.thread, &record, false) {
-            self.problems.push(format!(
-                "the thread is not in grove's cache yet (the next `grove list` retries): {e}"
-            ));
+        match cache::save(&self.project.main_root, &self.thread, &record, false) {
+            Ok(_) => true,
+            Err(e) => {
+                self.problems.push(format!(
+                    "the thread is not in grove's cache yet (the next `grove list` retries): {e}"
+                ));
+                false
+            }
         }
     }
 }

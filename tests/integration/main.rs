@@ -19,5 +19,6 @@ mod parallel;
 mod read;
 mod relations;
 mod remove;
+mod robust;
 mod search;
 mod worktree;

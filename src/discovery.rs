@@ -146,8 +146,13 @@ pub fn discover(project: &Project, options: Options) -> Result<Discovered> {
         if let Err(e) = finish_interrupted_removals(repo, &cached) {
             out.errors.push(e);
         }
-        let worktrees: Vec<WorktreeEntry> = repo
-            .worktrees()?
+        // A broken worktree entry (git killed while adding it) makes git
+        // refuse to list any: reported, and the rest of the list goes on.
+        let listed = repo.worktrees().unwrap_or_else(|e| {
+            out.errors.push(e);
+            Vec::new()
+        });
+        let worktrees: Vec<WorktreeEntry> = listed
             .into_iter()
             .filter(|w| {
                 !w.bare

@@ -393,16 +393,32 @@ pub fn lock_path_for(file: &Path) -> PathBuf {
 /// while holding the lock that every writer into `dir` holds, so no write
 /// in progress is taken for a leftover. Returns what was removed.
 pub fn remove_stale_temps(dir: &Path) -> Result<Vec<PathBuf>> {
+    remove_temps_older_than(dir, std::time::Duration::ZERO)
+}
+
+/// Removes the [`TMP_PREFIX`] files of `dir` last changed longer than `age`
+/// ago: for directories whose writers hold no lock but write only small
+/// files, so any temp file older than a moment is a killed writer's.
+pub fn remove_temps_older_than(dir: &Path, age: std::time::Duration) -> Result<Vec<PathBuf>> {
     let mut removed = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok(removed);
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
+        let old_enough = || {
+            entry
+                .metadata()
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|elapsed| elapsed >= age)
+        };
         if name.to_string_lossy().starts_with(TMP_PREFIX)
             && entry
                 .file_type()
                 .is_ok_and(|t| t.is_file() || t.is_symlink())
+            && old_enough()
         {
             std::fs::remove_file(entry.path()).ctx("removing", &entry.path())?;
             removed.push(entry.path());

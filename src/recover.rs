@@ -177,8 +177,12 @@ fn apply(step: &Action) -> Result<()> {
             }
             let repo = Repo::new(repo)?;
             drop_worktree(&repo, path)?;
-            if *created_branch && repo.branch_exists(branch)? {
-                crate::worktree::delete_branch_at(&repo, branch, base_commit)?;
+            if *created_branch {
+                // git, killed while making the branch, may have left its lock.
+                repo.clear_stale_ref_locks(branch)?;
+                if repo.branch_exists(branch)? {
+                    delete_branch(&repo, branch, base_commit)?;
+                }
             }
             Ok(())
         }
@@ -238,7 +242,41 @@ fn drop_worktree(repo: &Repo, path: &Path) -> Result<()> {
     if exists(path) {
         crate::trash::remove_now(path)?;
     }
+    remove_admin_dirs(repo, path)?;
     repo.prune()
+}
+
+/// Removes what git keeps for the worktree at `path` in
+/// `<git dir>/worktrees/<name>/`: the entry whose `gitdir` names it, or,
+/// when git was killed before writing that file, the entry named after the
+/// directory. A half-made entry (no `commondir` yet) makes every
+/// `git worktree list` fail, and git's own prune leaves it alone while it
+/// is locked ("initializing").
+fn remove_admin_dirs(repo: &Repo, path: &Path) -> Result<()> {
+    let admin = repo.common_dir()?.join("worktrees");
+    let Ok(entries) = std::fs::read_dir(&admin) else {
+        return Ok(());
+    };
+    let base = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let ours = path.join(".git");
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let matches = match std::fs::read_to_string(dir.join("gitdir")) {
+            Ok(gitdir) => Path::new(gitdir.trim()) == ours,
+            // git appends a number when the name is taken: thread-ab12cd34 → thread-ab12cd341.
+            Err(_) => name
+                .strip_prefix(&base)
+                .is_some_and(|rest| rest.bytes().all(|b| b.is_ascii_digit())),
+        };
+        if matches {
+            crate::trash::remove_now(&dir)?;
+        }
+    }
+    Ok(())
 }
 
 fn finish_removal(
@@ -258,7 +296,10 @@ fn finish_removal(
     }
     drop_worktree(&repo, worktree)?;
     if let (Some(branch), Some(tip)) = (branch, branch_tip) {
-        crate::worktree::delete_branch_at(&repo, branch, tip)?;
+        repo.clear_stale_ref_locks(branch)?;
+        if repo.branch_exists(branch)? {
+            delete_branch(&repo, branch, tip)?;
+        }
     }
     let _lock = cache::lock(&repo.main_root)?;
     for dir in cached {
@@ -267,6 +308,19 @@ fn finish_removal(
         }
     }
     Ok(())
+}
+
+/// Deletes grove's `branch` if it still points at `tip`; when it moved
+/// (someone committed on it since), it is kept, and that is said.
+fn delete_branch(repo: &Repo, branch: &str, tip: &str) -> Result<()> {
+    if crate::worktree::delete_branch_at(repo, branch, tip)? {
+        return Ok(());
+    }
+    Err(Error::Refused(format!(
+        "branch {branch}, made by an interrupted grove run, was kept: it no longer points at {} \
+         or is checked out; `git branch -D {branch}` deletes it",
+        tip.get(..12).unwrap_or(tip)
+    )))
 }
 
 fn thread_at(dir: &Path) -> Option<Thread> {

@@ -69,6 +69,15 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         anyhow::bail!("{} is not in a git repository", cwd.display());
     }
     let repo = Repo::new(&project.main_root)?;
+    let apply = args.yes && !args.dry_run;
+    // What killed grove processes left, recorded in their intent journals:
+    // finished or undone first, so the rest sees a repository git can read.
+    let leftovers = Leftovers::scan()?;
+    let findings = leftovers.findings();
+    let mut errors: Vec<String> = Vec::new();
+    if apply {
+        errors.extend(leftovers.apply().iter().map(ToString::to_string));
+    }
     let found = discovery::discover(
         &project,
         Options {
@@ -80,14 +89,8 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         out.warn(&format!("skipped a thread: {e}"));
     }
     let mut picked = gc::select(&found.threads, criteria, jiff::Timestamp::now());
-    let apply = args.yes && !args.dry_run;
-    // What killed grove processes left: recorded in their intent journals.
-    let leftovers = Leftovers::scan()?;
-    let findings = leftovers.findings();
-    let mut errors: Vec<String> = Vec::new();
     let mut temps = 0;
     if apply {
-        errors.extend(leftovers.apply().iter().map(ToString::to_string));
         match remove_stale_temps(&project, &repo, &found.threads) {
             Ok(n) => temps = n,
             Err(e) => errors.push(e.to_string()),
@@ -216,6 +219,28 @@ fn remove_stale_temps(
         if let Ok(lock) = f.thread.lock() {
             removed += grove::fsutil::remove_stale_temps(f.thread.dir())?.len();
             drop(lock);
+        }
+    }
+    // `.agent/`, `threads/` and `.grove/` only get small files written
+    // once (their `.gitignore`s): a temp file there older than a second
+    // belongs to a writer that is gone.
+    let mut roots = vec![project.main_root.clone()];
+    roots.extend(
+        repo.worktrees()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|w| w.path),
+    );
+    for root in roots {
+        let store = grove::store::Store::for_project(&root);
+        for dir in [
+            store.agent_dir().to_path_buf(),
+            store.threads_dir(),
+            store.agent_dir().join(grove::store::PRIVATE_DIR),
+        ] {
+            removed +=
+                grove::fsutil::remove_temps_older_than(&dir, std::time::Duration::from_secs(1))?
+                    .len();
         }
     }
     Ok(removed)

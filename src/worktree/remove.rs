@@ -506,5 +506,11 @@ pub(crate) fn delete_branch(repo: &Repo, branch: &str, tip: &str) -> Result<bool
     let out = repo
         .git
         .output(&repo.main_root, &["update-ref", "-d", &r, tip])?;
+    if !out.success && !out.stderr.is_empty() && repo.branch_exists(branch)? {
+        return Err(crate::Error::Git(format!(
+            "`git update-ref -d {r}` failed: {}",
+            out.stderr
+        )));
+    }
     Ok(out.success)
 }

@@ -43,6 +43,49 @@ impl Repo {
         Ok(parse_worktree_list(&out))
     }
 
+    /// The repository's common git directory (`.git` of the main worktree).
+    pub fn common_dir(&self) -> Result<PathBuf> {
+        if let Some(repo) = self.git2() {
+            return Ok(repo.commondir().to_path_buf());
+        }
+        let out = self.git.run(
+            &self.main_root,
+            &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+        )?;
+        Ok(PathBuf::from(out))
+    }
+
+    /// Removes the lock files a git process killed while updating
+    /// `refs/heads/<branch>` can leave — the ref's own and `packed-refs.lock`
+    /// (every ref deletion takes it) — which git never removes itself and
+    /// which make every later deletion fail. Called only for the branch of
+    /// a grove run that is gone; a lock younger than a second may belong to
+    /// a git still running and is refused, to be retried.
+    pub fn clear_stale_ref_locks(&self, branch: &str) -> Result<()> {
+        let common = self.common_dir()?;
+        for lock in [
+            common.join("refs/heads").join(format!("{branch}.lock")),
+            common.join("packed-refs.lock"),
+        ] {
+            let Ok(meta) = std::fs::symlink_metadata(&lock) else {
+                continue;
+            };
+            let age = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .unwrap_or_default();
+            if age < std::time::Duration::from_secs(1) {
+                return Err(crate::Error::Refused(format!(
+                    "{} is held by a git process; run `grove gc` again in a moment",
+                    lock.display()
+                )));
+            }
+            std::fs::remove_file(&lock).map_err(|e| crate::Error::io("removing", &lock, e))?;
+        }
+        Ok(())
+    }
+
     /// `git worktree prune`: forgets worktrees whose directory is gone.
     pub fn prune(&self) -> Result<()> {
         self.git

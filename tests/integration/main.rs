@@ -14,6 +14,7 @@ mod hooks;
 mod hostile;
 mod ids;
 mod import;
+mod interrupt;
 mod loss;
 mod parallel;
 mod read;

@@ -66,7 +66,10 @@ fn node_example() {
     });
     assert!(cmds[0].starts_with("npm ci"));
     assert!(wt.join(".env.local").is_file());
-    assert!(wt.join("node_modules/left-pad").is_dir());
+    assert!(
+        std::fs::symlink_metadata(wt.join("node_modules")).is_err(),
+        "node_modules is the worktree's own, made by npm ci"
+    );
     assert!(wt.join("ran-0.txt").is_file());
     assert!(
         statuses(&v).iter().all(|(_, s)| s == "ok"),
@@ -90,13 +93,148 @@ fn rust_example() {
     });
     assert_eq!(cmds[0], "cargo fetch");
     assert!(
-        std::fs::symlink_metadata(wt.join("target"))
-            .unwrap()
-            .file_type()
-            .is_symlink()
+        std::fs::symlink_metadata(wt.join("target")).is_err(),
+        "the build directory is the worktree's own"
     );
-    assert!(wt.join("target/debug").is_dir());
+    assert!(wt.join("ran-0.txt").is_file());
     assert!(statuses(&v).iter().all(|(_, s)| s == "ok"));
+}
+
+/// Package managers on `PATH` that do what the real ones do to the files:
+/// `npm ci` empties `node_modules` first (through a link too) and installs
+/// from `package-lock.json`; `cargo fetch` fills `$CARGO_HOME`; `python3 -m
+/// venv` makes `.venv` and its `python -m pip install -r` installs there.
+fn stub_package_managers(sb: &Sandbox) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = sb.path().join("stub-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let npm = r#"#!/bin/sh
+set -e
+[ "$1" = ci ] || { echo "stub npm: only ci" >&2; exit 1; }
+[ -f package-lock.json ] || { echo "npm ci needs package-lock.json" >&2; exit 1; }
+mkdir -p node_modules
+find node_modules -mindepth 1 -delete
+for pkg in $(sed -n 's/.*"node_modules\/\([^"]*\)".*/\1/p' package-lock.json); do
+  mkdir -p "node_modules/$pkg" && echo installed > "node_modules/$pkg/index.js"
+done
+echo '{}' > node_modules/.package-lock.json
+"#;
+    let cargo = r#"#!/bin/sh
+set -e
+[ "$1" = fetch ] || exit 1
+[ -f Cargo.toml ] || { echo "could not find Cargo.toml" >&2; exit 101; }
+mkdir -p "${CARGO_HOME:-$HOME/.cargo}/registry" && touch "${CARGO_HOME:-$HOME/.cargo}/registry/fetched"
+"#;
+    let python = r#"#!/bin/sh
+set -e
+if [ "$1" = -m ] && [ "$2" = venv ]; then
+  mkdir -p "$3/bin" "$3/lib/site-packages"
+  cp "$0" "$3/bin/python"
+  echo "home = $(dirname "$0")" > "$3/pyvenv.cfg"
+elif [ "$1" = -m ] && [ "$2" = pip ]; then
+  req=""; while [ $# -gt 0 ]; do [ "$1" = -r ] && req="$2"; shift; done
+  here=$(dirname "$(dirname "$0")")
+  for p in $(cat "$req"); do mkdir -p "$here/lib/site-packages/$p"; done
+else
+  exit 2
+fi
+"#;
+    for (name, body) in [("npm", npm), ("cargo", cargo), ("python3", python)] {
+        let path = bin.join(name);
+        std::fs::write(&path, body).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    bin
+}
+
+#[test]
+fn examples_with_real_package_manager_behaviour_never_touch_the_main_checkout() {
+    for name in ["node", "rust", "python", "platform"] {
+        let sb = Sandbox::new();
+        let repo = sb.repo("proj");
+        std::fs::write(
+            repo.join(".gitignore"),
+            "node_modules/\n.env*\n/target\n.venv/\n",
+        )
+        .unwrap();
+        std::fs::write(
+            repo.join("package.json"),
+            r#"{"name":"p","dependencies":{"left-pad":"1"}}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            repo.join("package-lock.json"),
+            r#"{"packages":{"":{},"node_modules/left-pad":{"version":"1.3.0"}}}"#,
+        )
+        .unwrap();
+        std::fs::write(repo.join("Cargo.toml"), "[package]\nname = \"p\"\n").unwrap();
+        std::fs::write(repo.join("requirements.txt"), "requests\n").unwrap();
+        std::fs::create_dir_all(repo.join("scripts")).unwrap();
+        std::fs::write(repo.join("scripts/run.sh"), "echo hi").unwrap();
+        sb.git(&repo, &["add", "."]);
+        sb.git(&repo, &["commit", "-qm", "project"]);
+        // What only the main checkout has: installed packages, secrets, builds.
+        for (path, body) in [
+            ("node_modules/left-pad/index.js", "the main checkout's copy"),
+            ("node_modules/only-here/index.js", "installed by hand"),
+            (".env.local", "API=1"),
+            (".env", "X=1"),
+            ("target/debug/app", "built"),
+            (".venv/lib/site-packages/numpy/x", "main env"),
+        ] {
+            std::fs::create_dir_all(repo.join(path).parent().unwrap()).unwrap();
+            std::fs::write(repo.join(path), body).unwrap();
+        }
+        write_config(&repo, example(name));
+        let main_before = snapshot_without_git(&repo);
+
+        let bin = stub_package_managers(&sb);
+        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+        let out = ok(sb
+            .grove(&repo)
+            .env("PATH", path)
+            .env("CARGO_HOME", sb.path().join("cargo-home"))
+            .args(["new", name, "--trust", "--json"]));
+        let v = json(&out);
+        assert!(
+            statuses(&v)
+                .iter()
+                .all(|(_, s)| s == "ok" || s == "skipped"),
+            "{name}: {:?}",
+            statuses(&v)
+        );
+        let after = snapshot_without_git(&repo);
+        let changed: Vec<&PathBuf> = after
+            .iter()
+            .filter(|f| !main_before.contains(f))
+            .chain(main_before.iter().filter(|f| !after.contains(f)))
+            .map(|(p, _)| p)
+            .collect();
+        assert!(
+            changed.is_empty(),
+            "{name} changed the main checkout: {changed:?}"
+        );
+        let wt = PathBuf::from(v["worktreePath"].as_str().unwrap());
+        if name == "node" {
+            assert!(wt.join("node_modules/left-pad/index.js").is_file(), "{v}");
+            assert!(!wt.join("node_modules/only-here").exists());
+        }
+        if name == "python" {
+            assert!(wt.join(".venv/lib/site-packages/requests").is_dir());
+        }
+    }
+}
+
+/// Every file of `dir` with its bytes, `.git` and `.agent` aside (grove
+/// writes its own files there).
+fn snapshot_without_git(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    snapshot(dir)
+        .into_iter()
+        .filter(|(p, _)| {
+            let rel = p.strip_prefix(dir).unwrap();
+            !rel.starts_with(".git") && !rel.starts_with(".agent")
+        })
+        .collect()
 }
 
 #[test]

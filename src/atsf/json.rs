@@ -38,6 +38,13 @@ pub fn read_json_file<T: DeserializeOwned>(path: &Path) -> Result<T> {
     parse_versioned(path, &bytes)
 }
 
+/// Parses the bytes of a versioned ATSF JSON file (`thread.json`,
+/// `config.json`) named `path` (for messages): a leading byte-order mark is
+/// skipped; the version is checked before the schema.
+pub fn parse_json<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<T> {
+    parse_versioned(path, bytes)
+}
+
 pub(crate) fn parse_versioned<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<T> {
     let bytes = strip_bom(bytes);
     let value: serde_json::Value =

@@ -19,7 +19,7 @@ pub use checkpoint::GitState;
 pub use config::{Config, CreatedBy, Defaults, PostSetupCommand, SymlinkHook, WorktreeHooks};
 pub use content::{ContentBlock, ImageBlock};
 pub(crate) use json::strip_bom;
-pub use json::{parse_message_line, read_json_file, to_line, to_pretty};
+pub use json::{parse_json, parse_message_line, read_json_file, to_line, to_pretty};
 pub use message::{Diff, Message, Role, Tokens, ToolCall, ToolStatus};
 pub use relationship::{RelationKind, RelationRole, Relationship, fork_title};
 pub use thread::{Agent, Context, Stats, ThreadMeta, WorktreeInfo};

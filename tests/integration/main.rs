@@ -17,6 +17,7 @@ mod import;
 mod interrupt;
 mod loss;
 mod parallel;
+mod props;
 mod read;
 mod relations;
 mod remove;

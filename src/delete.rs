@@ -25,6 +25,8 @@ pub struct Plan {
     pub dropped: Vec<String>,
     /// Threads that stay and lose relationship entries.
     pub relinked: Vec<Found>,
+    /// What could not be read while looking (each naming its file).
+    pub skipped: Vec<Error>,
 }
 
 /// What was deleted.
@@ -42,15 +44,16 @@ pub struct Deleted {
 /// Works out what deleting `target` means. Without `cascade`, a thread
 /// that has subagent threads is refused.
 pub fn plan(project: &Project, target: &Found, cascade: bool) -> Result<Plan> {
-    let all = discovery::discover(
+    let discovered = discovery::discover(
         project,
         discovery::Options {
             all_repos: true,
             // rm's checks below look at the worktrees themselves.
             statuses: false,
         },
-    )?
-    .threads;
+    )?;
+    let skipped = discovered.errors;
+    let all = discovered.threads;
     let id = &target.meta.thread_id;
     let mut ids: Vec<String> = vec![id.clone()];
     // Subagents of subagents too: follow mainThreadID down.
@@ -110,6 +113,7 @@ pub fn plan(project: &Project, target: &Found, cascade: bool) -> Result<Plan> {
         worktrees,
         dropped,
         relinked,
+        skipped,
     })
 }
 

@@ -442,6 +442,12 @@ fn sort_newest_first(threads: &mut [Found]) {
 /// repositories' caches. A thread whose worktree still holds it is always
 /// answered with the worktree's copy, never the cache's, wherever grove runs.
 pub fn resolve(project: &Project, query: &str) -> Result<Found> {
+    resolve_reporting(project, query).map(|(found, _)| found)
+}
+
+/// [`resolve`], with what could not be read on the way (threads, stores,
+/// cache entries, each naming its file), for the caller to report.
+pub fn resolve_reporting(project: &Project, query: &str) -> Result<(Found, Vec<Error>)> {
     crate::store::validate_thread_id(query)?;
     let found = discover(
         project,
@@ -455,12 +461,13 @@ pub fn resolve(project: &Project, query: &str) -> Result<Found> {
         return Err(not_found(project, query, &found.errors));
     };
     let id = id.to_string();
+    let errors = found.errors;
     let hit = found
         .threads
         .into_iter()
         .find(|f| f.thread.id() == id)
         .ok_or_else(|| not_found(project, query, &[]))?;
-    Ok(live_copy(hit))
+    Ok((live_copy(hit), errors))
 }
 
 /// Why nothing matched: a thread that is there but unreadable says so.

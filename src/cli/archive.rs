@@ -2,7 +2,6 @@
 
 use std::path::Path;
 
-use grove::discovery;
 use grove::project::Project;
 
 use super::Output;
@@ -26,7 +25,7 @@ pub fn run(args: Args, archived: bool, cwd: &Path, out: &Output) -> anyhow::Resu
     let found = args
         .threads
         .iter()
-        .map(|q| discovery::resolve(&project, q))
+        .map(|q| super::resolve(out, &project, q))
         .collect::<Result<Vec<_>, _>>()?;
     let mut rows = Vec::new();
     for f in &found {

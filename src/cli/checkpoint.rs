@@ -3,7 +3,6 @@
 use std::path::Path;
 
 use grove::checkpoint::{self, Input};
-use grove::discovery;
 use grove::project::Project;
 
 use super::Output;
@@ -45,7 +44,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         .into());
     }
     let project = Project::discover(cwd)?;
-    let found = discovery::resolve(&project, &args.thread)?;
+    let found = super::resolve(out, &project, &args.thread)?;
     let input = Input {
         summary: args.summary,
         next_steps: args.next,

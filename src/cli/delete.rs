@@ -3,8 +3,8 @@
 use std::io::IsTerminal;
 use std::path::Path;
 
+use grove::delete;
 use grove::project::Project;
-use grove::{delete, discovery};
 
 use super::Output;
 
@@ -37,8 +37,9 @@ pub struct Args {
 
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let project = Project::discover(cwd)?;
-    let target = discovery::resolve(&project, &args.thread)?;
+    let target = super::resolve(out, &project, &args.thread)?;
     let plan = delete::plan(&project, &target, args.cascade)?;
+    super::warn_skipped(out, &plan.skipped);
     if !args.yes && !confirm(&plan) {
         if !std::io::stdin().is_terminal() {
             return Err(super::UsageError(format!(

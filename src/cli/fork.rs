@@ -2,7 +2,6 @@
 
 use std::path::Path;
 
-use grove::discovery;
 use grove::fork::{self, ChildSpec, Derivation, DeriveOptions, Derived};
 use grove::project::Project;
 
@@ -78,7 +77,7 @@ pub fn make(
     out: &Output,
 ) -> anyhow::Result<u8> {
     let project = Project::discover(cwd)?;
-    let parent = discovery::resolve(&project, query)?;
+    let parent = super::resolve(out, &project, query)?;
     let reporter = Reporter::new(false);
     let derived = fork::derive(
         &project,

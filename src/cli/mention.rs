@@ -2,7 +2,6 @@
 
 use std::path::Path;
 
-use grove::discovery;
 use grove::project::Project;
 
 use super::Output;
@@ -28,8 +27,8 @@ pub struct Args {
 
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let project = Project::discover(cwd)?;
-    let from = discovery::resolve(&project, &args.thread)?;
-    let to = discovery::resolve(&project, &args.other)?;
+    let from = super::resolve(out, &project, &args.thread)?;
+    let to = super::resolve(out, &project, &args.other)?;
     let created = grove::graph::mention(&from, &to, args.comment)?;
     if !created {
         out.status(&format!(

@@ -169,6 +169,25 @@ fn report(out: &Output, err: &anyhow::Error) -> ExitCode {
     ExitCode::from(code)
 }
 
+/// Finds THREAD (id or unique prefix) with everything it belongs to (status,
+/// worktree, repository); what could not be read on the way is warned about.
+pub fn resolve(
+    out: &Output,
+    project: &grove::project::Project,
+    query: &str,
+) -> anyhow::Result<grove::discovery::Found> {
+    let (found, errors) = grove::discovery::resolve_reporting(project, query)?;
+    warn_skipped(out, &errors);
+    Ok(found)
+}
+
+/// One warning per thread, store or cache entry that could not be read.
+pub fn warn_skipped(out: &Output, errors: &[grove::Error]) {
+    for e in errors {
+        out.warn(&format!("skipped: {e}"));
+    }
+}
+
 /// Finds THREAD (id or unique prefix) anywhere grove looks: the project's
 /// `.agent/`, its worktrees', and the cache.
 pub fn resolve_thread(cwd: &std::path::Path, query: &str) -> anyhow::Result<grove::store::Thread> {

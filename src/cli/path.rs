@@ -2,7 +2,6 @@
 
 use std::path::Path;
 
-use grove::discovery;
 use grove::project::Project;
 
 use super::Output;
@@ -20,7 +19,7 @@ pub struct Args {
 
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let project = Project::discover(cwd)?;
-    let found = discovery::resolve(&project, &args.thread)?;
+    let found = super::resolve(out, &project, &args.thread)?;
     let Some(path) = &found.worktree else {
         anyhow::bail!(
             "thread {} has no worktree; its files are in {}",

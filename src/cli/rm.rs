@@ -2,7 +2,6 @@
 
 use std::path::Path;
 
-use grove::discovery;
 use grove::project::Project;
 use grove::worktree::{self, RemoveOptions, Repo};
 
@@ -41,7 +40,7 @@ pub struct Args {
 
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let project = Project::discover(cwd)?;
-    let found = discovery::resolve(&project, &args.thread)?;
+    let found = super::resolve(out, &project, &args.thread)?;
     let repo = Repo::new(&found.repo_root)?;
     let options = RemoveOptions {
         force: args.force,

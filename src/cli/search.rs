@@ -52,7 +52,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         .map_err(|e| super::UsageError(e.to_string()))?;
     let project = Project::discover(cwd)?;
     let found = match &args.thread {
-        Some(t) => vec![discovery::resolve(&project, t)?],
+        Some(t) => vec![super::resolve(out, &project, t)?],
         None => {
             let d = discovery::discover(
                 &project,

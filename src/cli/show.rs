@@ -52,6 +52,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
                 statuses: args.tree,
             },
         )?;
+        super::warn_skipped(out, &found.errors);
         Some(Graph::build(&found.threads))
     } else {
         None

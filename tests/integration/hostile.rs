@@ -318,12 +318,26 @@ fn one_bad_thread_or_cache_entry_never_breaks_the_repository() {
         r#"{"role":"user","content":[{"type":"text","text":"findable"}]}"#,
     );
     ok(sb.grove(&repo).args(["show", id]));
-    let hits = json(&ok(sb.grove(&repo).args(["search", "findable", "--json"])));
+    let warned = |args: &[&str]| {
+        let out = run(sb.grove(&repo).args(args));
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            err.contains("garbage") && err.contains("broken-entry"),
+            "{args:?}: {err}"
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let hits = json(&warned(&["search", "findable", "--json"]));
     assert_eq!(hits.as_array().unwrap().len(), 1);
-    ok(sb.grove(&repo).args(["gc", "--json"]));
-    ok(sb.grove(&repo).args(["delete", &local, "--yes"]));
+    warned(&["gc", "--json"]);
+    warned(&["delete", &local, "--yes"]);
     // rm saves every thread directory of the worktree, readable or not.
-    ok(sb.grove(&repo).args(["rm", id]));
+    warned(&["rm", id]);
     for name in ["garbage", "liar"] {
         assert!(
             cache.join(name).join("thread.json").is_file(),

@@ -152,7 +152,7 @@ fn garble(v: &mut Value, how: u8, step: usize, seen: &mut usize) {
     match v {
         Value::String(s) => {
             *seen += 1;
-            if *seen % step == 0 {
+            if seen.is_multiple_of(step) {
                 *s = match how {
                     0 => format!("é{s}"),
                     1 => format!("\u{1b}[2J{s}\r\u{202e}\u{7}"),

@@ -10,6 +10,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 pub struct Reporter {
     spinner: Option<ProgressBar>,
     quiet: bool,
+    /// Labels come from the repository's config: escaped on a terminal.
+    escape: bool,
 }
 
 impl Reporter {
@@ -23,7 +25,19 @@ impl Reporter {
             );
             bar
         });
-        Reporter { spinner, quiet }
+        Reporter {
+            spinner,
+            quiet,
+            escape: std::io::stderr().is_terminal(),
+        }
+    }
+
+    fn safe(&self, text: &str) -> String {
+        if self.escape {
+            super::output::escape(text, false).into_owned()
+        } else {
+            text.to_string()
+        }
     }
 }
 
@@ -31,7 +45,7 @@ impl HookReporter for Reporter {
     fn started(&self, label: &str) {
         if let Some(bar) = &self.spinner {
             bar.reset_elapsed();
-            bar.set_message(label.to_string());
+            bar.set_message(self.safe(label));
             bar.enable_steady_tick(Duration::from_millis(100));
         }
     }
@@ -42,7 +56,7 @@ impl HookReporter for Reporter {
         if self.quiet {
             return;
         }
-        let line = describe(outcome);
+        let line = self.safe(&describe(outcome));
         match &self.spinner {
             Some(bar) => {
                 bar.disable_steady_tick();

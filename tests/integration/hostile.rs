@@ -356,11 +356,13 @@ fn files_follow_the_umask_and_the_trust_store_is_private() {
     );
     let mut cmd = std::process::Command::new("sh");
     sb.env(&mut cmd);
+    let fresh = sb.repo("fresh");
     let script = format!(
-        "umask 022 && {g} init && {g} new t --trust --json > new.json && {g} new --no-worktree local && \
+        "umask 022 && {g} -C {fresh} init && {g} init && {g} new t --trust --json > new.json && {g} new --no-worktree local && \
          id=$({g} list --json | sed -n 's/.*\"threadId\": \"\\(.*\\)\",/\\1/p' | head -1) && \
          {g} export \"$id\" --format md -o export.md",
-        g = GROVE
+        g = GROVE,
+        fresh = fresh.display()
     );
     let out = cmd
         .args(["-c", &script])
@@ -377,6 +379,8 @@ fn files_follow_the_umask_and_the_trust_store_is_private() {
     let dir = PathBuf::from(v["threadDir"].as_str().unwrap());
     for f in [
         repo.join(".agent/.gitignore"),
+        fresh.join(".agent/config.json"),
+        fresh.join(".agent/.gitignore"),
         dir.join("thread.json"),
         dir.join("messages.jsonl"),
         repo.join("export.md"),

@@ -281,3 +281,42 @@ fn append_stdin_with_an_invalid_message_after_valid_ones_writes_nothing() {
         assert!(!dir.join("assets").exists(), "{bad}");
     }
 }
+
+#[test]
+fn an_append_whose_thread_json_cannot_be_rewritten_still_reports_success() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let id = new_thread(&sb, &repo, "big metadata");
+    let dir = repo.join(".agent/threads").join(&id);
+    let path = dir.join("thread.json");
+    let mut meta = read_json(&path);
+    meta["metadata"]["blob"] = serde_json::json!("m".repeat(200_000));
+    std::fs::write(&path, serde_json::to_vec_pretty(&meta).unwrap()).unwrap();
+    // Files may not grow past 100 KB: the line fits in the log, the new
+    // thread.json does not (SIGXFSZ ignored, so the write fails with EFBIG).
+    let mut cmd = std::process::Command::new("sh");
+    sb.env(&mut cmd);
+    let out = cmd
+        .args([
+            "-c",
+            &format!(
+                "trap '' XFSZ; ulimit -f 200; exec {GROVE} append {id} --role user --text written"
+            ),
+        ])
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the message is in the log: {err}"
+    );
+    assert!(err.contains("thread.json was not updated"), "{err}");
+    assert_eq!(message_lines(&dir).len(), 1);
+    // The next append recounts.
+    ok(sb
+        .grove(&repo)
+        .args(["append", &id, "--role", "user", "--text", "again"]));
+    assert_eq!(read_json(&path)["stats"]["messageCount"], 2);
+}

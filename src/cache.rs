@@ -262,7 +262,8 @@ fn needs_refresh(thread: &Thread, dir: &Path, record: &CacheRecord) -> bool {
         std::fs::symlink_metadata(thread.dir()),
         std::fs::symlink_metadata(dir.join(RECORD)),
     ) {
-        (Ok(src), Ok(rec)) => src.modified().ok() > rec.modified().ok(),
+        // `>=`: both may fall in one tick of the filesystem's clock.
+        (Ok(src), Ok(rec)) => src.modified().ok() >= rec.modified().ok(),
         _ => true,
     };
     stale || added || !log_linked || moved
@@ -301,9 +302,9 @@ pub fn purge(main_root: &Path, id: &str) -> Result<()> {
     crate::trash::remove_dir(&dir, &repo_dir(main_root)?)
 }
 
-/// The cached threads of one repository (`Some(root)`) or of all (`None`),
-/// and what could not be read (named by file).
-pub fn list(main_root: Option<&Path>) -> Result<(Vec<CachedThread>, Vec<Error>)> {
+/// The cache entries of one repository (`Some(root)`) or of all (`None`):
+/// each thread id with its directory, read from the directory names alone.
+pub fn entries(main_root: Option<&Path>) -> Result<Vec<(String, PathBuf)>> {
     let repo_dirs: Vec<PathBuf> = match main_root {
         Some(root) => vec![repo_dir(root)?],
         None => match std::fs::read_dir(crate::home::cache_root()?) {
@@ -316,7 +317,6 @@ pub fn list(main_root: Option<&Path>) -> Result<(Vec<CachedThread>, Vec<Error>)>
         },
     };
     let mut out = Vec::new();
-    let mut errors = Vec::new();
     for repo in repo_dirs {
         let Ok(entries) = std::fs::read_dir(&repo) else {
             continue;
@@ -325,24 +325,39 @@ pub fn list(main_root: Option<&Path>) -> Result<(Vec<CachedThread>, Vec<Error>)>
             let Ok(id) = entry.file_name().into_string() else {
                 continue;
             };
-            if crate::store::validate_thread_id(&id).is_err()
-                || !entry.file_type().is_ok_and(|t| t.is_dir())
+            if crate::store::validate_thread_id(&id).is_ok()
+                && entry.file_type().is_ok_and(|t| t.is_dir())
             {
-                continue;
-            }
-            let dir = entry.path();
-            let thread = Thread::at(id, dir.clone());
-            match (thread.meta(), read_record(&dir)) {
-                (Ok(meta), Ok(record)) => out.push(CachedThread {
-                    thread,
-                    meta,
-                    record,
-                }),
-                (Err(e), _) | (_, Err(e)) => errors.push(e),
+                out.push((id, entry.path()));
             }
         }
     }
-    Ok((out, errors))
+    Ok(out)
+}
+
+/// Reads the cache entries given (see [`entries`]), and names what could
+/// not be read.
+pub fn load(entries: Vec<(String, PathBuf)>) -> (Vec<CachedThread>, Vec<Error>) {
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    for (id, dir) in entries {
+        let thread = Thread::at(id, dir.clone());
+        match (thread.meta(), read_record(&dir)) {
+            (Ok(meta), Ok(record)) => out.push(CachedThread {
+                thread,
+                meta,
+                record,
+            }),
+            (Err(e), _) | (_, Err(e)) => errors.push(e),
+        }
+    }
+    (out, errors)
+}
+
+/// The cached threads of one repository (`Some(root)`) or of all (`None`),
+/// and what could not be read (named by file).
+pub fn list(main_root: Option<&Path>) -> Result<(Vec<CachedThread>, Vec<Error>)> {
+    Ok(load(entries(main_root)?))
 }
 
 /// Removes the temp files a killed writer left in the cache of the

@@ -112,86 +112,91 @@ pub struct Discovered {
 /// Finds the threads of `project`'s repository. One unreadable thread,
 /// store or cache entry never stops the others: each is reported in
 /// [`Discovered::errors`], naming its file.
+///
+/// The cache is read last, and only for the threads no worktree answered
+/// for: a live thread's copy is never parsed.
 pub fn discover(project: &Project, options: Options) -> Result<Discovered> {
     let mut out = Discovered::default();
     let main_root = project.main_root.clone();
     let mut seen: HashSet<String> = HashSet::new();
-    match project.main_store().list() {
-        Ok(listing) => {
-            out.errors.extend(listing.errors);
-            for t in listing.threads {
-                seen.insert(t.thread.id().to_string());
-                out.threads.push(Found {
-                    status: Status::Local,
-                    worktree: None,
-                    branch: t.meta.context.git_branch.clone(),
-                    locked: None,
-                    repo_root: main_root.clone(),
-                    from_cache: false,
-                    thread: t.thread,
-                    meta: t.meta,
-                });
-            }
-        }
-        Err(e) => out.errors.push(e),
-    }
-
+    add_local(project, &mut out, &mut seen);
+    let cached_ids = cache::entries(Some(&main_root))?;
+    let unseen = |seen: &HashSet<String>, ids: &[(String, PathBuf)]| {
+        ids.iter()
+            .filter(|(id, _)| !seen.contains(id))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
     let repo = match &project.git {
         Some(_) => Some(Repo::new(&main_root)?),
         None => None,
     };
-    let (cached, cache_errors) = cache::list(Some(&main_root))?;
-    out.errors.extend(cache_errors);
+    let mut rest = Vec::new();
     if let Some(repo) = &repo {
-        if let Err(e) = finish_interrupted_removals(repo, &cached) {
-            out.errors.push(e);
-        }
-        // A broken worktree entry (git killed while adding it) makes git
-        // refuse to list any: reported, and the rest of the list goes on.
-        let listed = repo.worktrees().unwrap_or_else(|e| {
-            out.errors.push(e);
-            Vec::new()
-        });
-        let worktrees: Vec<WorktreeEntry> = listed
-            .into_iter()
-            .filter(|w| {
-                !w.bare
-                    && w.path.canonicalize().ok().as_deref() != Some(main_root.as_path())
-                    && w.path != main_root
-            })
-            .collect();
+        let worktrees = linked_worktrees(repo, &main_root, &mut out.errors);
         let mut live = Vec::new();
-        for wt in &worktrees {
-            if !wt.path.is_dir() {
-                for c in cached
-                    .iter()
-                    .filter(|c| Path::new(&c.record.worktree_path) == wt.path)
-                {
-                    if seen.insert(c.thread.id().to_string()) {
-                        out.threads
-                            .push(from_cache(c, Status::Missing, wt.locked.clone()));
-                    }
-                }
-                continue;
-            }
-            for f in worktree_threads(&main_root, wt, &cached, &mut out.errors) {
+        for wt in worktrees.iter().filter(|w| w.path.is_dir()) {
+            for f in worktree_threads(&main_root, wt, &mut out.errors) {
                 if seen.insert(f.thread.id().to_string()) {
                     live.push(out.threads.len());
                     out.threads.push(f);
                 }
             }
         }
+        let (cached, errors) = cache::load(unseen(&seen, &cached_ids));
+        out.errors.extend(errors);
+        if let Err(e) = finish_interrupted_removals(repo, &cached) {
+            out.errors.push(e);
+        }
+        for c in &cached {
+            let home = Path::new(&c.record.worktree_path);
+            let Some(wt) = worktrees.iter().find(|w| w.path == home) else {
+                rest.push(c.clone());
+                continue;
+            };
+            if !wt.path.is_dir() && c.record.state == CacheState::Removing {
+                // An interrupted `rm`, finished above: the worktree is gone.
+                rest.push(c.clone());
+            } else if !wt.path.is_dir() {
+                seen.insert(c.thread.id().to_string());
+                out.threads
+                    .push(from_cache(c, Status::Missing, wt.locked.clone()));
+            } else if c.record.state == CacheState::Live {
+                // The worktree is there but lost the thread (`git clean -fdx`).
+                match restore(&main_root, wt, c) {
+                    Ok(f) => {
+                        seen.insert(f.thread.id().to_string());
+                        live.push(out.threads.len());
+                        out.threads.push(f);
+                    }
+                    Err(e) => {
+                        out.errors.push(e);
+                        rest.push(c.clone());
+                    }
+                }
+            } else {
+                rest.push(c.clone());
+            }
+        }
         if options.statuses {
             compute_statuses(repo, &mut out.threads, &live)?;
         }
+    } else {
+        let (cached, errors) = cache::load(unseen(&seen, &cached_ids));
+        out.errors.extend(errors);
+        rest = cached;
     }
-    for c in &cached {
+    for c in &rest {
         if seen.insert(c.thread.id().to_string()) {
             out.threads.push(from_cache(c, Status::Removed, None));
         }
     }
     if options.all_repos {
-        let (all, errors) = cache::list(None)?;
+        let others = cache::entries(None)?
+            .into_iter()
+            .filter(|(id, dir)| !seen.contains(id) && !cached_ids.iter().any(|(_, d)| d == dir))
+            .collect();
+        let (all, errors) = cache::load(others);
         out.errors.extend(errors);
         for c in all {
             if Path::new(&c.record.repo_root) != main_root && seen.insert(c.thread.id().to_string())
@@ -204,15 +209,63 @@ pub fn discover(project: &Project, options: Options) -> Result<Discovered> {
     Ok(out)
 }
 
+/// The threads of the main checkout's `.agent/`.
+fn add_local(project: &Project, out: &mut Discovered, seen: &mut HashSet<String>) {
+    match project.main_store().list() {
+        Ok(listing) => {
+            out.errors.extend(listing.errors);
+            for t in listing.threads {
+                seen.insert(t.thread.id().to_string());
+                out.threads.push(Found {
+                    status: Status::Local,
+                    worktree: None,
+                    branch: t.meta.context.git_branch.clone(),
+                    locked: None,
+                    repo_root: project.main_root.clone(),
+                    from_cache: false,
+                    thread: t.thread,
+                    meta: t.meta,
+                });
+            }
+        }
+        Err(e) => out.errors.push(e),
+    }
+}
+
+/// The repository's linked worktrees (not the main one, not bare). A broken
+/// worktree entry (git killed while adding it) makes git refuse to list any:
+/// reported, and the rest of the answer goes on without worktrees.
+fn linked_worktrees(repo: &Repo, main_root: &Path, errors: &mut Vec<Error>) -> Vec<WorktreeEntry> {
+    let listed = repo.worktrees().unwrap_or_else(|e| {
+        errors.push(e);
+        Vec::new()
+    });
+    listed
+        .into_iter()
+        .filter(|w| !w.bare && w.path != main_root)
+        .filter(|w| w.path.canonicalize().ok().as_deref() != Some(main_root))
+        .collect()
+}
+
+/// Puts a cached thread back into the worktree that lost it.
+fn restore(main_root: &Path, wt: &WorktreeEntry, c: &cache::CachedThread) -> Result<Found> {
+    let store = Store::for_project(&wt.path);
+    let thread = cache::restore(c, &store)?;
+    Ok(Found {
+        meta: thread.meta()?,
+        thread,
+        status: Status::Live,
+        worktree: Some(wt.path.clone()),
+        branch: wt.branch.clone(),
+        locked: wt.locked.clone(),
+        repo_root: main_root.to_path_buf(),
+        from_cache: false,
+    })
+}
+
 /// The threads of one linked worktree that exists, every one of them kept
-/// in the cache and out of `git status`. Threads the cache holds for this
-/// worktree but the worktree lost (`git clean -fdx`) are restored first.
-fn worktree_threads(
-    main_root: &Path,
-    wt: &WorktreeEntry,
-    cached: &[cache::CachedThread],
-    errors: &mut Vec<Error>,
-) -> Vec<Found> {
+/// in the cache and out of `git status`.
+fn worktree_threads(main_root: &Path, wt: &WorktreeEntry, errors: &mut Vec<Error>) -> Vec<Found> {
     let store = Store::for_project(&wt.path);
     let record = CacheRecord {
         repo_root: main_root.to_string_lossy().into_owned(),
@@ -221,16 +274,6 @@ fn worktree_threads(
         state: CacheState::Live,
         cached_at: crate::atsf::now_timestamp(),
     };
-    for c in cached.iter().filter(|c| {
-        c.record.state == CacheState::Live && Path::new(&c.record.worktree_path) == wt.path
-    }) {
-        let home = store.threads_dir().join(c.thread.id());
-        if std::fs::symlink_metadata(&home).is_err()
-            && let Err(e) = cache::restore(c, &store)
-        {
-            errors.push(e);
-        }
-    }
     let listing = match store.list() {
         Ok(listing) => listing,
         Err(e) => {

@@ -383,6 +383,10 @@ fn add_worktree<'a>(repo: &'a Repo, plan: &Plan) -> Result<Made<'a>> {
     } else {
         args.extend([dir_str.as_str(), plan.branch.as_str()]);
     }
+    // git itself races with another `git worktree add` of the repository
+    // (it reads the other's half-written `worktrees/<name>/commondir` and
+    // fails): grove's additions to one repository take turns.
+    let _turn = crate::fsutil::FileLock::acquire(&add_lock_path(repo)?)?;
     // The source's patches are read while git checks the new worktree out.
     let (added, patches) = std::thread::scope(|scope| {
         let patches = plan.carry.as_ref().map(|(src, changes)| {
@@ -413,6 +417,15 @@ fn add_worktree<'a>(repo: &'a Repo, plan: &Plan) -> Result<Made<'a>> {
         made.carried = Some(carry::apply(&repo.git, changes, patches, src, &made.dir)?);
     }
     Ok(made)
+}
+
+/// The lock grove's `git worktree add`s of one repository take turns on:
+/// `<data dir>/locks/<repo key>.worktree-add`.
+fn add_lock_path(repo: &Repo) -> Result<PathBuf> {
+    let key = crate::home::repo_key(&repo.main_root);
+    Ok(crate::home::data_dir()?
+        .join("locks")
+        .join(format!("{key}.worktree-add")))
 }
 
 /// Step 3: the thread, inside the worktree, with the project's config and

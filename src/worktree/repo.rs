@@ -36,11 +36,28 @@ impl Repo {
     }
 
     /// Every worktree git knows, the main one first.
+    ///
+    /// While another git adds a worktree, its `worktrees/<name>/commondir`
+    /// is briefly empty and `git worktree list` fails reading it: that
+    /// failure is retried a few times before it is reported.
     pub fn worktrees(&self) -> Result<Vec<WorktreeEntry>> {
-        let out = self
-            .git
-            .run(&self.main_root, &["worktree", "list", "--porcelain", "-z"])?;
-        Ok(parse_worktree_list(&out))
+        let args = ["worktree", "list", "--porcelain", "-z"];
+        let mut attempt = 0;
+        loop {
+            let out = self.git.output(&self.main_root, &args)?;
+            if out.success {
+                return Ok(parse_worktree_list(&out.stdout));
+            }
+            attempt += 1;
+            if attempt >= 5 || !out.stderr.contains("failed to read") {
+                return Err(crate::Error::Git(format!(
+                    "`git {}` failed: {}",
+                    args.join(" "),
+                    out.stderr
+                )));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20 * attempt));
+        }
     }
 
     /// The repository's common git directory (`.git` of the main worktree).

@@ -60,16 +60,32 @@ fn replace(path: &Path, bytes: &[u8], private: bool) -> Result<()> {
 /// Creates `path` with `bytes` only if nothing is there yet. Returns whether it wrote.
 /// Never overwrites: an existing file wins, even if it was created concurrently.
 pub fn write_new(path: &Path, bytes: &[u8]) -> Result<bool> {
+    create_once(path, bytes, true)
+}
+
+/// [`write_new`] without fsync, for a file whose loss in a power cut costs
+/// nothing but its recreation (the `.gitignore`s grove keeps its own
+/// directories out of `git status` with): right after a fork copied a large
+/// log, each fsync would wait for that log's data.
+pub fn write_new_unsynced(path: &Path, bytes: &[u8]) -> Result<bool> {
+    create_once(path, bytes, false)
+}
+
+fn create_once(path: &Path, bytes: &[u8], sync: bool) -> Result<bool> {
     let dir = parent_of(path);
     if std::fs::symlink_metadata(path).is_ok() {
         return Ok(false);
     }
     let mut tmp = temp_in(dir, false)?;
     tmp.write_all(bytes).ctx("writing", tmp.path())?;
-    tmp.as_file().sync_all().ctx("syncing", tmp.path())?;
+    if sync {
+        tmp.as_file().sync_all().ctx("syncing", tmp.path())?;
+    }
     match tmp.persist_noclobber(path) {
         Ok(_) => {
-            sync_dir(dir)?;
+            if sync {
+                sync_dir(dir)?;
+            }
             Ok(true)
         }
         Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
@@ -185,6 +201,9 @@ pub fn refuse_symlink(path: &Path) -> Result<()> {
 /// below `root`) without going through a symbolic link: every component
 /// from `root` (exclusive) down to `path` must be a real directory.
 pub fn real_dir(root: &Path, path: &Path) -> Result<()> {
+    // The root itself is trusted (a project or data directory may well be
+    // reached through a link); it is made when missing, like `mkdir -p`.
+    std::fs::create_dir_all(root).ctx("creating", root)?;
     let rel = path.strip_prefix(root).unwrap_or(path);
     let mut current = root.to_path_buf();
     for component in rel.components() {
@@ -281,10 +300,20 @@ pub fn open_read_opt(path: &Path) -> Result<Option<File>> {
 /// Reads a whole file without following a symbolic link.
 pub fn read(path: &Path) -> Result<Vec<u8>> {
     use std::io::Read;
-    let mut bytes = Vec::new();
-    open_read(path)?
-        .read_to_end(&mut bytes)
-        .ctx("reading", path)?;
+    /// Reads through `Read::read` only: `File`'s own `read_to_end` asks the
+    /// size again (fstat and lseek), and `list` reads thousands of these.
+    struct Plain(File);
+    impl Read for Plain {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.0.read(buf)
+        }
+    }
+    let file = open_read(path)?;
+    // Sized from the open file, as `std::fs::read` does: one read, not a
+    // growing buffer.
+    let len = file.metadata().map(|m| m.len() as usize).unwrap_or(0);
+    let mut bytes = Vec::with_capacity(len + 1);
+    Plain(file).read_to_end(&mut bytes).ctx("reading", path)?;
     Ok(bytes)
 }
 

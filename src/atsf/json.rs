@@ -47,14 +47,13 @@ pub fn parse_json<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<T> {
 
 pub(crate) fn parse_versioned<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<T> {
     let bytes = strip_bom(bytes);
-    let value: serde_json::Value =
-        serde_json::from_slice(bytes).map_err(|e| json_error(path, e))?;
-    if !value.is_object() {
+    // Told from the first byte, not a parse of its own: `list` reads
+    // thousands of these.
+    if let Some(kind) = not_an_object(bytes) {
         return Err(Error::parse(
             path,
             format!(
-                "the file must hold a JSON object ({{ \"specVersion\": \"1.1\", … }}), found {}",
-                json_kind(&value)
+                "the file must hold a JSON object ({{ \"specVersion\": \"1.1\", … }}), found {kind}"
             ),
         ));
     }
@@ -106,14 +105,16 @@ pub(crate) fn strip_bom(bytes: &[u8]) -> &[u8] {
     bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
 }
 
-fn json_kind(value: &serde_json::Value) -> &'static str {
-    match value {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
+/// What a JSON document that is not an object holds, from its first byte
+/// (`None` for an object, or for anything the parser will name itself).
+fn not_an_object(bytes: &[u8]) -> Option<&'static str> {
+    match bytes.iter().find(|b| !b.is_ascii_whitespace())? {
+        b'[' => Some("an array"),
+        b'"' => Some("a string"),
+        b'n' => Some("null"),
+        b't' | b'f' => Some("a boolean"),
+        b'-' | b'0'..=b'9' => Some("a number"),
+        _ => None,
     }
 }
 

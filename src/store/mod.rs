@@ -276,7 +276,7 @@ impl Store {
     pub fn private_dir(&self) -> Result<PathBuf> {
         let dir = self.agent_dir.join(PRIVATE_DIR);
         crate::fsutil::real_dir(self.root(), &dir)?;
-        write_new(&dir.join(".gitignore"), IGNORE_ALL.as_bytes())?;
+        crate::fsutil::write_new_unsynced(&dir.join(".gitignore"), IGNORE_ALL.as_bytes())?;
         Ok(dir)
     }
 
@@ -288,7 +288,7 @@ impl Store {
     pub fn hide_threads_from_git(&self) -> Result<()> {
         let threads = self.threads_dir();
         crate::fsutil::real_dir(self.root(), &threads)?;
-        write_new(&threads.join(".gitignore"), IGNORE_ALL.as_bytes())?;
+        crate::fsutil::write_new_unsynced(&threads.join(".gitignore"), IGNORE_ALL.as_bytes())?;
         Ok(())
     }
 

@@ -204,6 +204,21 @@ impl Graph {
                     &mut edges,
                 );
             }
+            // A fork another tool recorded by its origin alone.
+            if let Some(origin) = f.meta.origin()
+                && !f.meta.relationships().iter().any(|r| r.thread_id == origin)
+            {
+                push(
+                    Edge {
+                        from: origin.to_string(),
+                        to: me.clone(),
+                        kind: "fork".into(),
+                        message_index: f.meta.fork_point_index,
+                        comment: None,
+                    },
+                    &mut edges,
+                );
+            }
             if let Some(main) = &f.meta.main_thread_id {
                 push(
                     Edge {

@@ -257,7 +257,7 @@ impl Scan<'_> {
                 return Ok(());
             }
         };
-        if self.query.role.is_some_and(|r| r != message.role) {
+        if self.query.role.as_ref().is_some_and(|r| *r != message.role) {
             return Ok(());
         }
         for (field, text) in fields(&message) {
@@ -266,7 +266,7 @@ impl Scan<'_> {
                 if !matches.is_empty() {
                     self.out.hits.push(Hit {
                         index,
-                        role: message.role,
+                        role: message.role.clone(),
                         timestamp: message.timestamp.clone(),
                         field,
                         line: l.to_string(),

@@ -2,22 +2,36 @@ use serde::{Deserialize, Serialize};
 
 use super::{ContentBlock, Extra};
 
-/// Who wrote a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+/// Who wrote a message. A value the spec does not name is kept as it is
+/// ([`Role::Other`]) and written back unchanged: another tool's role is not
+/// a reason to drop its message.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Role {
     User,
     Agent,
     System,
+    /// A role the spec does not name, exactly as written.
+    Other(String),
 }
 
 impl Role {
     /// The role as the format spells it.
-    pub fn as_str(self) -> &'static str {
+    pub fn as_str(&self) -> &str {
         match self {
             Role::User => "user",
             Role::Agent => "agent",
             Role::System => "system",
+            Role::Other(s) => s,
+        }
+    }
+
+    /// The role spelled `s`.
+    pub fn parse(s: &str) -> Role {
+        match s {
+            "user" => Role::User,
+            "agent" => Role::Agent,
+            "system" => Role::System,
+            other => Role::Other(other.to_string()),
         }
     }
 }
@@ -27,6 +41,27 @@ impl std::fmt::Display for Role {
         f.write_str(self.as_str())
     }
 }
+
+/// Serializes and reads an enum of known spellings plus `Other(String)` as
+/// the plain string.
+macro_rules! open_enum_serde {
+    ($ty:ty) => {
+        impl Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $ty {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
+                Ok(<$ty>::parse(&s))
+            }
+        }
+    };
+}
+
+open_enum_serde!(Role);
 
 /// One line of `messages.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -81,27 +116,43 @@ pub struct Tokens {
     pub extra: Extra,
 }
 
-/// State of a tool call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+/// State of a tool call. A value the spec does not name (`in_progress`, as
+/// ACP writes it) is kept as it is ([`ToolStatus::Other`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToolStatus {
     Pending,
     Running,
     Completed,
     Failed,
+    /// A status the spec does not name, exactly as written.
+    Other(String),
 }
 
 impl ToolStatus {
     /// The status as the format spells it.
-    pub fn as_str(self) -> &'static str {
+    pub fn as_str(&self) -> &str {
         match self {
             ToolStatus::Pending => "pending",
             ToolStatus::Running => "running",
             ToolStatus::Completed => "completed",
             ToolStatus::Failed => "failed",
+            ToolStatus::Other(s) => s,
+        }
+    }
+
+    /// The status spelled `s`.
+    pub fn parse(s: &str) -> ToolStatus {
+        match s {
+            "pending" => ToolStatus::Pending,
+            "running" => ToolStatus::Running,
+            "completed" => ToolStatus::Completed,
+            "failed" => ToolStatus::Failed,
+            other => ToolStatus::Other(other.to_string()),
         }
     }
 }
+
+open_enum_serde!(ToolStatus);
 
 /// A tool call made during a message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

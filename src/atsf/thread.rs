@@ -79,6 +79,14 @@ impl ThreadMeta {
         self.archived == Some(true)
     }
 
+    /// The thread this one was forked from: `originThreadID`, or
+    /// OpenAgentManager's `parentThreadId` (kept as written, read as the same).
+    pub fn origin(&self) -> Option<&str> {
+        self.origin_thread_id
+            .as_deref()
+            .or_else(|| self.extra.get("parentThreadId")?.as_str())
+    }
+
     /// The relationships (empty when there are none).
     pub fn relationships(&self) -> &[Relationship] {
         self.relationships.as_deref().unwrap_or_default()
@@ -173,7 +181,7 @@ impl Stats {
         match message.role {
             Role::User => self.user_message_count += 1,
             Role::Agent => self.agent_message_count += 1,
-            Role::System => {}
+            Role::System | Role::Other(_) => {}
         }
         self.tool_call_count += message.tool_call_count() as u64;
     }

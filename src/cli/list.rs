@@ -102,7 +102,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
                     "repoRoot": f.repo_root,
                     "archived": f.meta.is_archived(),
                     "tags": f.meta.tags(),
-                    "originThreadID": f.meta.origin_thread_id,
+                    "originThreadID": f.meta.origin(),
                     "mainThreadID": f.meta.main_thread_id,
                     "relationships": f.meta.relationships(),
                     "conversationSummary": f.meta.conversation_summary,

@@ -276,11 +276,13 @@ fn write_extensions(
     Ok(())
 }
 
-fn role_label(s: Style, role: Role) -> String {
+fn role_label(s: Style, role: &Role) -> String {
     match role {
         Role::User => s.cyan(&s.bold("user")),
         Role::Agent => s.green(&s.bold("agent")),
         Role::System => s.magenta(&s.bold("system")),
+        // Another tool's role, shown as it is.
+        Role::Other(other) => s.bold(&s.text(other)),
     }
 }
 
@@ -300,7 +302,7 @@ fn write_message(
     writeln!(
         w,
         "── #{index} {} · {}{}",
-        role_label(s, m.role),
+        role_label(s, &m.role),
         s.dim(&s.text(&human_time(&m.timestamp))),
         s.dim(&model)
     )?;
@@ -335,10 +337,12 @@ fn write_message(
         }
     }
     for call in m.tool_calls.iter().flatten() {
-        let status = match call.status {
+        let status = match &call.status {
             ToolStatus::Completed => s.green(call.status.as_str()),
             ToolStatus::Failed => s.red(call.status.as_str()),
             ToolStatus::Pending | ToolStatus::Running => s.yellow(call.status.as_str()),
+            // `in_progress` and the like: shown as written.
+            ToolStatus::Other(other) => s.yellow(&s.text(other)),
         };
         let title = call
             .title

@@ -34,11 +34,12 @@ fn code(out: &mut dyn Write, label: &str, text: &str) -> std::io::Result<()> {
     )
 }
 
-fn role_name(role: Role) -> &'static str {
+fn role_name(role: &Role) -> &str {
     match role {
         Role::User => "User",
         Role::Agent => "Agent",
         Role::System => "System",
+        Role::Other(other) => other,
     }
 }
 
@@ -85,7 +86,7 @@ impl Renderer for Markdown {
         writeln!(
             out,
             "---\n\n### #{index} · {} · {}{model}\n",
-            role_name(m.role),
+            role_name(&m.role),
             m.timestamp
         )?;
         for block in &m.content {

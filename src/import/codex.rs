@@ -190,7 +190,7 @@ pub fn import_file(path: &Path, summary: &mut Summary) -> Result<Option<Imported
                             }
                             _ => false,
                         });
-                    let mut m = new(if injected { Role::System } else { role }, content);
+                    let mut m = new(if injected { Role::System } else { role.clone() }, content);
                     if role == Role::Agent {
                         m.model = model.clone();
                     }

@@ -393,7 +393,7 @@ fn import_legacy_chat(
         };
         let text = text_of(e.get("text"));
         let ts = text_of(e.get("timestamp"));
-        let mut m = Message::new(role, vec![ContentBlock::text(&text)]);
+        let mut m = Message::new(role.clone(), vec![ContentBlock::text(&text)]);
         m.id = stable_id("entry", &[kind, &ts, &text]);
         if let Ok(t) = atsf::normalize_timestamp(&ts) {
             m.timestamp = t;

@@ -708,10 +708,24 @@ pub(crate) fn set_recorded_length(meta: &mut ThreadMeta, len: u64) {
     }
 }
 
-/// Checks the fields the spec requires beyond what the types enforce.
+/// Checks what grove writes against the spec, beyond what the types
+/// enforce. The reader keeps a role or status the spec does not name (another
+/// tool wrote it); grove itself writes only the spec's values.
 pub fn validate_message(message: &Message) -> Result<()> {
     if message.id.trim().is_empty() {
         return Err(Error::InvalidMessage("`id` must not be empty".into()));
+    }
+    if let crate::atsf::Role::Other(role) = &message.role {
+        return Err(Error::InvalidMessage(format!(
+            "field `role`: {role:?} is not one of user, agent, system"
+        )));
+    }
+    for (i, call) in message.tool_calls.iter().flatten().enumerate() {
+        if let crate::atsf::ToolStatus::Other(status) = &call.status {
+            return Err(Error::InvalidMessage(format!(
+                "toolCalls[{i}].status: {status:?} is not one of pending, running, completed, failed"
+            )));
+        }
     }
     for (i, call) in message.tool_calls.iter().flatten().enumerate() {
         if call.tool_call_id.trim().is_empty() {

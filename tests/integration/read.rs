@@ -223,3 +223,80 @@ fn show_renders_roles_tool_calls_and_hides_thinking_unless_asked() {
         "unknown blocks as a placeholder: {out}"
     );
 }
+
+#[test]
+fn values_the_spec_does_not_name_are_kept_and_shown_not_dropped() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let id = new_thread(&sb, &repo, "written by ACP");
+    let dir = thread_dir(&repo, &id);
+    // As OpenAgentManager and ACP write them: a status `in_progress`, a role
+    // and a stop reason the spec does not name.
+    let lines = [
+        r#"{"id":"m1","role":"agent","timestamp":"2025-01-01T00:00:00.000Z","content":[{"type":"text","text":"reading the file"}],"toolCalls":[{"toolCallId":"t1","name":"read","status":"in_progress","input":"{}"}],"stopReason":"refusal"}"#,
+        r#"{"id":"m2","role":"tool","timestamp":"2025-01-01T00:00:01.000Z","content":[{"type":"text","text":"tool output findable"}]}"#,
+    ];
+    append_raw(&dir, format!("{}\n{}\n", lines[0], lines[1]).as_bytes());
+    let shown = ok(sb.grove(&repo).args(["show", &id]));
+    assert!(
+        shown.contains("in_progress") && shown.contains("tool output findable"),
+        "{shown}"
+    );
+    assert!(shown.contains("refusal"), "{shown}");
+    let out = run(sb.grove(&repo).args(["show", &id, "--json"]));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).is_empty(),
+        "no malformed line"
+    );
+    let v = json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(v["messages"].as_array().unwrap().len(), 2);
+    assert_eq!(v["messages"][0]["toolCalls"][0]["status"], "in_progress");
+    assert_eq!(v["messages"][1]["role"], "tool");
+    let md = ok(sb.grove(&repo).args(["export", &id, "--format", "md"]));
+    assert!(md.contains("tool output findable"), "{md}");
+    let hits = json(&ok(sb.grove(&repo).args(["search", "findable", "--json"])));
+    assert_eq!(hits[0]["role"], "tool");
+    let repaired = json(&ok(sb.grove(&repo).args(["repair", &id, "--json"])));
+    assert_eq!(repaired["statsAfter"]["messageCount"], 2);
+    assert_eq!(repaired["badLines"], serde_json::json!([]));
+    // Written back as they were: a fork copies, an append re-reads them.
+    ok(sb
+        .grove(&repo)
+        .args(["append", &id, "--role", "user", "--text", "next"]));
+    let log = std::fs::read_to_string(dir.join("messages.jsonl")).unwrap();
+    assert!(log.starts_with(&format!("{}\n{}\n", lines[0], lines[1])));
+}
+
+#[test]
+fn parent_thread_id_is_read_as_the_fork_origin() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let parent = new_thread(&sb, &repo, "parent");
+    let child = new_thread(&sb, &repo, "child");
+    let path = thread_dir(&repo, &child).join("thread.json");
+    let mut meta = read_json(&path);
+    meta["parentThreadId"] = serde_json::json!(parent);
+    std::fs::write(&path, serde_json::to_vec_pretty(&meta).unwrap()).unwrap();
+    assert_eq!(
+        row_of(&sb, &repo, &child)["originThreadID"],
+        parent.as_str()
+    );
+    let tree = json(&ok(sb
+        .grove(&repo)
+        .args(["show", &child, "--tree", "--json"])));
+    let edges = tree["edges"].as_array().unwrap();
+    assert!(
+        edges.iter().any(|e| e["from"] == parent.as_str()
+            && e["to"] == child.as_str()
+            && e["type"] == "fork"),
+        "{tree}"
+    );
+    ok(sb
+        .grove(&repo)
+        .args(["append", &child, "--role", "user", "--text", "x"]));
+    assert_eq!(
+        read_json(&path)["parentThreadId"],
+        parent.as_str(),
+        "kept as written"
+    );
+}

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use grove::import::{self, Summary, amp, claude, codex, dagent, hq, sage};
+use grove::import::{self, Destination, Summary};
 use grove::project::Project;
 use grove::store::Store;
 
@@ -11,14 +11,17 @@ use super::Output;
 /// Bring other agent tools' conversations into ATSF threads. The source is
 /// only read; importing it again appends only what is new (thread ids come
 /// from the source's session ids), so an agent hook can run it every turn.
+///
+/// Exit codes: 0 when everything was imported; 4 when something was not
+/// (a malformed line, a record kept as a placeholder, a session left out —
+/// each named by file and line); 1 when nothing could be imported.
 #[derive(clap::Args)]
 pub struct Args {
     /// The source format.
-    #[arg(value_enum)]
-    format: FormatArg,
+    #[arg(value_parser = format_names())]
+    format: String,
 
-    /// Session files or directories (for claude: a session .jsonl or a
-    /// ~/.claude/projects/<project> directory).
+    /// Session files or directories, as the format lays them out.
     #[arg(required = true)]
     paths: Vec<PathBuf>,
 
@@ -36,179 +39,62 @@ pub struct Args {
     json: bool,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum FormatArg {
-    /// Claude Code session transcripts.
-    Claude,
-    /// OpenAI Codex CLI rollout files (~/.codex/sessions/…/rollout-*.jsonl).
-    Codex,
-    /// dagent's .dagent/ directory (current and legacy layouts).
-    Dagent,
-    /// Sage Agent sessions (.sage/sessions/<id>/).
-    Sage,
-    /// HQ thread checkpoints (workspace/threads/<id>.json).
-    Hq,
-    /// Amp thread JSON files.
-    Amp,
+fn format_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        import::FORMATS
+            .iter()
+            .map(|f| clap::builder::PossibleValue::new(f.name()).help(f.about())),
+    )
 }
 
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let project = Project::discover(cwd)?;
-    let mut summary = Summary::default();
-    let threads = read_sources(&args, cwd, &mut summary)?;
-    let failed = match &args.into {
-        Some(query) => {
-            import_into(&project, query, threads, &mut summary)?;
-            0
-        }
-        None => write_threads(&project, &args, cwd, threads, &mut summary),
+    let format = import::format(&args.format)
+        .ok_or_else(|| super::UsageError(format!("no format {:?}", args.format)))?;
+    let destination = match (&args.into, &args.worktree) {
+        (Some(query), _) => Destination::Into(grove::discovery::find_thread(&project, query)?),
+        (None, Some(w)) => Destination::Root(cwd.join(w)),
+        (None, None) => Destination::Route {
+            default: project.root.clone(),
+            worktrees: worktree_roots(&project),
+        },
     };
+    let paths: Vec<PathBuf> = args.paths.iter().map(|p| cwd.join(p)).collect();
+    let mut summary = import::run(format, &paths, &destination)?;
+    cache_worktree_threads(&project, &mut summary);
     report(&summary, args.json, out)?;
-    if failed > 0 {
+    if !summary.complete() {
         out.warn(&format!(
-            "{failed} thread(s) could not be imported (see above); the others were"
+            "{} thing(s) were not imported as they were (named above); the rest was",
+            summary.errors.len()
         ));
-        return Ok(super::exit::ERROR);
+        return Ok(super::exit::PARTIAL);
     }
     Ok(super::exit::SUCCESS)
 }
 
-/// Reads every source. A file that cannot be read is reported (by name)
-/// and the others still import.
-fn read_sources(
-    args: &Args,
-    cwd: &Path,
-    summary: &mut Summary,
-) -> anyhow::Result<Vec<import::ImportedThread>> {
-    let mut threads = Vec::new();
-    for path in &args.paths {
-        let path = cwd.join(path);
-        let files: Vec<PathBuf> = match args.format {
-            FormatArg::Claude => {
-                claude::check_source(&path)?;
-                claude::sources(&path)?
-            }
-            // A workspace, its threads/ directory, or one file.
-            FormatArg::Hq => {
-                let dir = if path.join("workspace/threads").is_dir() {
-                    path.join("workspace/threads")
-                } else {
-                    path.clone()
-                };
-                import::json_files(&dir)?
-            }
-            FormatArg::Codex => codex::sources(&path)?,
-            FormatArg::Sage => sage::sessions(&path)?,
-            FormatArg::Amp => import::json_files(&path)?,
-            FormatArg::Dagent => vec![path.clone()],
-        };
-        for file in files {
-            let read = match args.format {
-                FormatArg::Claude => claude::import_file(&file, summary),
-                FormatArg::Hq => hq::import_file(&file, summary).map(Vec::from_iter),
-                FormatArg::Codex => codex::import_file(&file, summary).map(Vec::from_iter),
-                FormatArg::Sage => sage::import_session(&file, summary),
-                FormatArg::Amp => amp::import_file(&file, summary).map(Vec::from_iter),
-                FormatArg::Dagent => dagent::import_dir(&file, summary),
-            };
-            match read {
-                Ok(found) => threads.extend(found),
-                Err(e) => summary
-                    .errors
-                    .push(format!("{}: skipped: {e}", file.display())),
-            }
-        }
-    }
-    Ok(threads)
-}
-
-/// `--into THREAD`: one session's messages appended to an existing thread.
-fn import_into(
-    project: &Project,
-    query: &str,
-    threads: Vec<import::ImportedThread>,
-    summary: &mut Summary,
-) -> anyhow::Result<()> {
-    let target = grove::discovery::find_thread(project, query)?;
-    let mains: Vec<_> = threads
-        .iter()
-        .filter(|t| t.meta.main_thread_id.is_none() && t.meta.origin_thread_id.is_none())
-        .collect();
-    if mains.len() != 1 {
-        return Err(super::UsageError(format!(
-            "--into takes one session; {} were given",
-            mains.len()
-        ))
-        .into());
-    }
-    let mut one = mains[0].clone();
-    one.meta.thread_id = target.id().to_string();
-    one.meta.relationships = None;
-    let store = Store::at(
-        target
-            .dir()
+/// Threads written into a linked worktree go to grove's cache at once.
+fn cache_worktree_threads(project: &Project, summary: &mut Summary) {
+    let mut problems = Vec::new();
+    for t in &summary.threads {
+        let Some(root) = t
+            .thread_dir
             .parent()
             .and_then(Path::parent)
-            .unwrap_or(Path::new(".")),
-    );
-    summary.threads.push(import::write(&store, one)?);
-    Ok(())
-}
-
-/// Writes each thread where it belongs. One that cannot be written is
-/// reported with the source file and line it came from, and the others go
-/// on. Returns how many failed.
-fn write_threads(
-    project: &Project,
-    args: &Args,
-    cwd: &Path,
-    threads: Vec<import::ImportedThread>,
-    summary: &mut Summary,
-) -> usize {
-    let worktrees = worktree_roots(project);
-    let mut failed = 0;
-    for t in threads {
-        let root = match &args.worktree {
-            Some(w) => cwd.join(w),
-            None => home_of(&t.meta.context.working_dir, &worktrees, project),
+            .and_then(Path::parent)
+        else {
+            continue;
         };
-        let meta = t.meta.clone();
-        match import::write(&Store::for_project(&root), t) {
-            Ok(outcome) => {
-                if let Ok(thread) = Store::for_project(&root).thread(&outcome.thread_id)
-                    && let Err(e) = grove::discovery::cache_if_in_worktree(project, &thread)
-                {
-                    summary.errors.push(format!(
-                        "thread {} is not in grove's cache yet (the next `grove list` retries): {e}",
-                        outcome.thread_id
-                    ));
-                }
-                summary.threads.push(outcome)
-            }
-            Err(e) => {
-                failed += 1;
-                let needle = match &e {
-                    grove::Error::InvalidThreadId { .. } => meta
-                        .metadata
-                        .as_ref()
-                        .and_then(|m| m.get("import")?.get("sourceId")?.as_str())
-                        .unwrap_or("")
-                        .to_string(),
-                    grove::Error::InvalidMessage(text) => text
-                        .split("(id \"")
-                        .nth(1)
-                        .and_then(|rest| rest.split('"').next())
-                        .unwrap_or("")
-                        .to_string(),
-                    _ => String::new(),
-                };
-                let place = import::locate(&meta, &needle)
-                    .unwrap_or_else(|| format!("thread {}", meta.thread_id));
-                summary.errors.push(format!("{place}: not imported: {e}"));
-            }
+        if let Ok(thread) = Store::for_project(root).thread(&t.thread_id)
+            && let Err(e) = grove::discovery::cache_if_in_worktree(project, &thread)
+        {
+            problems.push(format!(
+                "thread {} is not in grove's cache yet (the next `grove list` retries): {e}",
+                t.thread_id
+            ));
         }
     }
-    failed
+    summary.errors.extend(problems);
 }
 
 fn report(summary: &Summary, json: bool, out: &Output) -> anyhow::Result<()> {
@@ -228,6 +114,13 @@ fn report(summary: &Summary, json: bool, out: &Output) -> anyhow::Result<()> {
             t.title
         ))?;
     }
+    let created = summary.threads.iter().filter(|t| t.created).count();
+    let added: u64 = summary.threads.iter().map(|t| t.messages_added).sum();
+    out.status(&format!(
+        "grove: {} thread(s) imported: {created} created, {} updated, {added} new message(s)",
+        summary.threads.len(),
+        summary.threads.len() - created
+    ));
     for (kind, c) in &summary.records {
         out.status(&format!(
             "grove: {kind}: {} mapped, {} joined, {} kept raw, {} skipped{}",
@@ -254,15 +147,4 @@ fn worktree_roots(project: &Project) -> Vec<PathBuf> {
         .and_then(|r| r.worktrees())
         .map(|w| w.into_iter().filter(|e| !e.bare).map(|e| e.path).collect())
         .unwrap_or_default()
-}
-
-/// The worktree a session ran in, when it is one of this repository's.
-fn home_of(cwd: &str, worktrees: &[PathBuf], project: &Project) -> PathBuf {
-    let cwd = Path::new(cwd);
-    worktrees
-        .iter()
-        .filter(|w| cwd.starts_with(w))
-        .max_by_key(|w| w.as_os_str().len())
-        .cloned()
-        .unwrap_or_else(|| project.root.clone())
 }

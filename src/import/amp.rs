@@ -21,6 +21,27 @@ use super::{ImportedThread, Summary};
 use crate::atsf::{self, ContentBlock, Context, Extra, Message, Relationship, Role, ToolCall};
 use crate::error::Result;
 
+/// Amp, as a [`super::Format`].
+pub struct Amp;
+
+impl super::Format for Amp {
+    fn name(&self) -> &'static str {
+        "amp"
+    }
+    fn about(&self) -> &'static str {
+        "Amp thread JSON files"
+    }
+    fn layout(&self) -> &'static str {
+        "an Amp thread .json, or a directory of them"
+    }
+    fn sources(&self, path: &Path) -> Result<Vec<std::path::PathBuf>> {
+        super::json_files(path)
+    }
+    fn import(&self, source: &Path, summary: &mut Summary) -> Result<Vec<ImportedThread>> {
+        import_file(source, summary).map(Vec::from_iter)
+    }
+}
+
 /// Imports one Amp thread file.
 pub fn import_file(path: &Path, summary: &mut Summary) -> Result<Option<ImportedThread>> {
     let Some(raw) = super::read_object(path, "thread", summary)? else {

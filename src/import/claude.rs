@@ -18,7 +18,29 @@ use serde_json::{Map, Value, json};
 use super::tree::{Record, Shape, read_records, shape};
 use super::{ImportedThread, Summary, defer_pending_tail, first_prompt, is_live};
 use crate::atsf::{self, Agent, ContentBlock, Context, Extra, Message, Role, Tokens, ToolCall};
-use crate::error::{Error, IoContext, Result};
+use crate::error::{IoContext, Result};
+
+/// Claude Code, as a [`super::Format`].
+pub struct Claude;
+
+impl super::Format for Claude {
+    fn name(&self) -> &'static str {
+        "claude"
+    }
+    fn about(&self) -> &'static str {
+        "Claude Code session transcripts"
+    }
+    fn layout(&self) -> &'static str {
+        "a session .jsonl, or a ~/.claude/projects/<project> directory holding them \
+         (with their agent-*.jsonl and <session>/subagents/ files)"
+    }
+    fn sources(&self, path: &Path) -> Result<Vec<PathBuf>> {
+        sources(path)
+    }
+    fn import(&self, source: &Path, summary: &mut Summary) -> Result<Vec<ImportedThread>> {
+        import_file(source, summary)
+    }
+}
 
 /// The source files under `path`: itself if a file; else its `*.jsonl` and
 /// those of `<dir>/*/subagents/`. Sessions first, subagent files after.
@@ -398,15 +420,4 @@ fn raw_message(r: &Record, time: String, text: String) -> Message {
     m.extra
         .insert("claudeRecord".into(), Value::Object(r.raw.clone()));
     m
-}
-
-/// Reports a source path that does not exist.
-pub fn check_source(path: &Path) -> Result<()> {
-    if !path.exists() {
-        return Err(Error::Other(format!(
-            "{} does not exist; give a session .jsonl or a ~/.claude/projects/<project> directory",
-            path.display()
-        )));
-    }
-    Ok(())
 }

@@ -29,7 +29,29 @@ use super::{defer_pending_tail, first_prompt, is_live};
 use crate::atsf::{self, ContentBlock, Context, Extra, ImageBlock, Message, Role};
 use crate::error::{IoContext, Result};
 
-/// Rollout files under `path` (itself if a file), recursively, sorted.
+/// Codex, as a [`super::Format`].
+pub struct Codex;
+
+impl super::Format for Codex {
+    fn name(&self) -> &'static str {
+        "codex"
+    }
+    fn about(&self) -> &'static str {
+        "OpenAI Codex CLI and Desktop rollout files"
+    }
+    fn layout(&self) -> &'static str {
+        "a rollout-*.jsonl, or a directory searched for them (~/.codex/sessions)"
+    }
+    fn sources(&self, path: &Path) -> Result<Vec<PathBuf>> {
+        sources(path)
+    }
+    fn import(&self, source: &Path, summary: &mut Summary) -> Result<Vec<ImportedThread>> {
+        import_file(source, summary).map(Vec::from_iter)
+    }
+}
+
+/// Rollout files under `path` (itself if a file), recursively, sorted:
+/// in a directory, only `rollout-*.jsonl` files count.
 pub fn sources(path: &Path) -> Result<Vec<PathBuf>> {
     if path.is_file() {
         return Ok(vec![path.to_path_buf()]);
@@ -41,7 +63,10 @@ pub fn sources(path: &Path) -> Result<Vec<PathBuf>> {
             let p = entry.ctx("listing", &dir)?.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if p.extension().is_some_and(|e| e == "jsonl") {
+            } else if p.extension().is_some_and(|e| e == "jsonl")
+                && p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("rollout-"))
+            {
                 out.push(p);
             }
         }

@@ -21,6 +21,36 @@ use crate::error::{Error, IoContext, Result};
 
 /// Imports every feature of the `.dagent` directory at `path` (or of the
 /// project containing it, or one feature directory).
+/// dagent, as a [`super::Format`].
+pub struct Dagent;
+
+impl super::Format for Dagent {
+    fn name(&self) -> &'static str {
+        "dagent"
+    }
+    fn about(&self) -> &'static str {
+        "dagent's .dagent/ directory (current and legacy layouts)"
+    }
+    fn layout(&self) -> &'static str {
+        "a project holding .dagent/features/, that .dagent/ directory, or one feature directory"
+    }
+    fn sources(&self, path: &Path) -> Result<Vec<PathBuf>> {
+        let recognised = path.join(".dagent/features").is_dir()
+            || path.join("features").is_dir()
+            || path.join("feature.json").is_file()
+            || path.join("sessions").is_dir();
+        Ok(if recognised {
+            vec![path.to_path_buf()]
+        } else {
+            Vec::new()
+        })
+    }
+    fn import(&self, source: &Path, summary: &mut Summary) -> Result<Vec<ImportedThread>> {
+        import_dir(source, summary)
+    }
+}
+
+/// Imports a project, its `.dagent/`, or one feature directory.
 pub fn import_dir(path: &Path, summary: &mut Summary) -> Result<Vec<ImportedThread>> {
     let features_dir = if path.join(".dagent/features").is_dir() {
         path.join(".dagent/features")

@@ -15,6 +15,45 @@ use super::{ImportedThread, Summary};
 use crate::atsf::{self, ContentBlock, Context, GitState, Message, Role};
 use crate::error::Result;
 
+/// HQ, as a [`super::Format`].
+pub struct Hq;
+
+impl super::Format for Hq {
+    fn name(&self) -> &'static str {
+        "hq"
+    }
+    fn about(&self) -> &'static str {
+        "HQ thread checkpoints (workspace/threads/<id>.json)"
+    }
+    fn layout(&self) -> &'static str {
+        "an HQ directory, its workspace/ or workspace/threads/, or one checkpoint .json"
+    }
+    fn sources(&self, path: &Path) -> Result<Vec<std::path::PathBuf>> {
+        let dir = [path.join("workspace/threads"), path.join("threads")]
+            .into_iter()
+            .find(|d| d.is_dir())
+            .unwrap_or_else(|| path.to_path_buf());
+        Ok(super::json_files(&dir)?
+            .into_iter()
+            .filter(|p| is_checkpoint(p))
+            .collect())
+    }
+    fn import(&self, source: &Path, summary: &mut Summary) -> Result<Vec<ImportedThread>> {
+        import_file(source, summary).map(Vec::from_iter)
+    }
+}
+
+/// A checkpoint file, not one of what sits beside them in
+/// `workspace/threads/`: a `<id>.changeset.json` sidecar, the `handoff.json`
+/// pointer.
+fn is_checkpoint(path: &Path) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    !name.ends_with(".changeset.json") && name != "handoff.json"
+}
+
 /// Imports one checkpoint file.
 pub fn import_file(path: &Path, summary: &mut Summary) -> Result<Option<ImportedThread>> {
     let Some(raw) = super::read_object(path, "checkpoint", summary)? else {

@@ -22,6 +22,28 @@ use crate::error::{Error, IoContext, Result};
 
 /// Session directories under `path`: a `.sage` directory, its `sessions/`,
 /// one session directory, or a `messages.jsonl` (its directory).
+/// Sage Agent, as a [`super::Format`].
+pub struct Sage;
+
+impl super::Format for Sage {
+    fn name(&self) -> &'static str {
+        "sage"
+    }
+    fn about(&self) -> &'static str {
+        "Sage Agent sessions (.sage/sessions/<id>/)"
+    }
+    fn layout(&self) -> &'static str {
+        ".sage/, .sage/sessions/, a session directory or its messages.jsonl"
+    }
+    fn sources(&self, path: &Path) -> Result<Vec<PathBuf>> {
+        sessions(path)
+    }
+    fn import(&self, source: &Path, summary: &mut Summary) -> Result<Vec<ImportedThread>> {
+        import_session(source, summary)
+    }
+}
+
+/// The session directories under `path`.
 pub fn sessions(path: &Path) -> Result<Vec<PathBuf>> {
     if path.is_file() {
         return Ok(vec![path.parent().unwrap_or(Path::new(".")).to_path_buf()]);

@@ -95,26 +95,31 @@ pub fn take_inline_images(message: &mut Message) -> Result<Vec<PendingAsset>> {
         let ContentBlock::Image(img) = block else {
             continue;
         };
-        let Some((mime, payload)) = take_inline(img) else {
-            continue;
-        };
-        let (url_mime, b64) = split_data_url(&payload);
-        let mime = mime
-            .or(url_mime.map(str::to_string))
-            .unwrap_or_else(|| "application/octet-stream".to_string());
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(b64.trim())
-            .map_err(|e| {
-                Error::InvalidMessage(format!(
-                    "content[{index}]: image data is not valid base64: {e}"
-                ))
-            })?;
-        let name = asset_name(&bytes, &mime);
-        img.asset_ref = Some(name.clone());
-        img.mime_type = Some(mime);
-        out.push(PendingAsset { name, bytes });
+        let asset = take_inline_image(img)
+            .map_err(|e| Error::InvalidMessage(format!("content[{index}]: {e}")))?;
+        out.extend(asset);
     }
     Ok(out)
+}
+
+/// Decodes one image block's inline data (ATSF `data` + `mimeType`, a
+/// `data:` URL, or Anthropic's `source: {type: "base64"}`) and replaces it
+/// with an `assetRef`; `None` when the block has no inline data.
+pub fn take_inline_image(img: &mut ImageBlock) -> Result<Option<PendingAsset>> {
+    let Some((mime, payload)) = take_inline(img) else {
+        return Ok(None);
+    };
+    let (url_mime, b64) = split_data_url(&payload);
+    let mime = mime
+        .or(url_mime.map(str::to_string))
+        .unwrap_or_else(|| "application/octet-stream".to_string());
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(b64.trim())
+        .map_err(|e| Error::InvalidMessage(format!("image data is not valid base64: {e}")))?;
+    let name = asset_name(&bytes, &mime);
+    img.asset_ref = Some(name.clone());
+    img.mime_type = Some(mime);
+    Ok(Some(PendingAsset { name, bytes }))
 }
 
 /// Removes the inline payload from `img`, returning (mime, base64).

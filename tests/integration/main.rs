@@ -8,6 +8,7 @@ mod checkpoint;
 mod cli;
 mod examples;
 mod export;
+mod fidelity;
 mod fork;
 mod format;
 mod hooks;

@@ -313,7 +313,7 @@ fn line_changes() -> impl Strategy<Value = Vec<LineChange>> {
 fn write_all(threads: Vec<import::ImportedThread>, root: &Path) {
     let store = Store::for_project(root);
     for t in threads {
-        let _ = import::write(&store, t);
+        let _ = import::write(&store, t, &mut Summary::default());
     }
 }
 

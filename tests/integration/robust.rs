@@ -219,7 +219,11 @@ fn a_bad_session_never_stops_the_others_and_is_named_by_file_and_line() {
     std::fs::write(src.join("d.jsonl"), record("good-d", "d1", "\"hello d\"")).unwrap();
     let out = run(sb.grove(&repo).args(["import", "claude"]).arg(&src));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "something was not imported as it was: {err}"
+    );
     assert!(
         err.contains(&format!("{}:1", src.join("b.jsonl").display())),
         "{err}"
@@ -232,8 +236,28 @@ fn a_bad_session_never_stops_the_others_and_is_named_by_file_and_line() {
         .iter()
         .map(|r| r["threadId"].as_str().unwrap().to_string())
         .collect();
-    assert!(ids.contains(&"claude-good-a".to_string()), "{ids:?}");
-    assert!(ids.contains(&"claude-good-d".to_string()), "{ids:?}");
+    for id in ["claude-good-a", "claude-good-d", "claude-bad-image"] {
+        assert!(ids.contains(&id.to_string()), "{id}: {ids:?}");
+    }
+    assert!(
+        ids.iter().any(|i| i.starts_with("claude-bad-..-id-")),
+        "an unsafe session id gets a safe thread id: {ids:?}"
+    );
+    // The bad image is a placeholder keeping the original block.
+    let shown = json(&ok(sb.grove(&repo).args([
+        "show",
+        "claude-bad-image",
+        "--json",
+    ])));
+    let block = &shown["messages"][1]["content"][0];
+    assert_eq!(block["type"], "text");
+    assert!(
+        block["text"]
+            .as_str()
+            .unwrap()
+            .contains("image not imported")
+    );
+    assert_eq!(block["unimported"]["data"], "***not base64***");
 }
 
 #[test]

@@ -1,0 +1,187 @@
+//! Helpers the importers share: reading their files, the pending tail of a
+//! running session, titles from the first prompt, tool calls, Anthropic-style
+//! content.
+
+use std::path::Path;
+
+use super::Summary;
+use crate::atsf::{self, ContentBlock, Message, Role, ToolStatus};
+use crate::error::{Error, IoContext, Result};
+
+/// The `.json` files of `path` (itself if a file), sorted.
+pub fn json_files(path: &std::path::Path) -> Result<Vec<std::path::PathBuf>> {
+    if path.is_file() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    if !path.is_dir() {
+        return Err(Error::Other(format!("{} does not exist", path.display())));
+    }
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(path).ctx("listing", path)? {
+        let p = entry.ctx("listing", path)?.path();
+        if p.is_file() && p.extension().is_some_and(|e| e == "json") {
+            files.push(p);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Reads a JSON object file; a malformed one is reported (path, line) and
+/// skipped so the other files still import.
+pub(crate) fn read_object(
+    path: &std::path::Path,
+    kind: &str,
+    summary: &mut Summary,
+) -> Result<Option<serde_json::Map<String, serde_json::Value>>> {
+    let bytes = std::fs::read(path).ctx("reading", path)?;
+    match serde_json::from_slice::<serde_json::Value>(&bytes) {
+        Ok(serde_json::Value::Object(o)) => Ok(Some(o)),
+        Ok(_) => {
+            summary
+                .errors
+                .push(format!("{}: not a JSON object", path.display()));
+            summary.skip(kind, "a file that is not a JSON object".into());
+            Ok(None)
+        }
+        Err(e) => {
+            summary
+                .errors
+                .push(format!("{}:{}: {e}", path.display(), e.line()));
+            summary.skip(kind, "a file that is not valid JSON".into());
+            Ok(None)
+        }
+    }
+}
+
+/// Whether the session may still be running: written to in the last hour.
+pub(crate) fn is_live(path: &Path) -> bool {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age.as_secs() < 3600)
+}
+
+/// A running session's last reply may still wait for its tool results.
+/// Messages are never rewritten once imported (the log is append-only), so
+/// such a tail is left for the next import instead of being stored as
+/// `pending` for good. A session idle for an hour is imported as it is.
+pub(crate) fn defer_pending_tail(messages: &mut Vec<Message>, live: bool, summary: &mut Summary) {
+    if !live {
+        return;
+    }
+    let pending = |m: &Message| {
+        m.tool_calls
+            .iter()
+            .flatten()
+            .any(|c| c.status == ToolStatus::Pending)
+    };
+    if let Some(first) = messages.iter().position(pending) {
+        let later_turn = messages[first + 1..]
+            .iter()
+            .any(|m| m.role == Role::User && !pending(m));
+        if !later_turn {
+            for _ in first..messages.len() {
+                summary.skip(
+                    "deferred",
+                    "the session is running and a tool call has no result yet; the next import brings it"
+                        .into(),
+                );
+            }
+            messages.truncate(first);
+        }
+    }
+}
+
+pub(crate) fn first_prompt(messages: &[Message]) -> Option<String> {
+    messages
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .flat_map(|m| &m.content)
+        .find_map(|b| match b {
+            ContentBlock::Text { text, .. } if !text.trim().is_empty() => {
+                Some(crate::threads::title_from_prompt(text))
+            }
+            _ => None,
+        })
+}
+
+/// A tool call with its result joined: `(output, failed)` when found,
+/// `pending` otherwise.
+pub(crate) fn tool_call(
+    id: String,
+    name: String,
+    input: Option<String>,
+    result: Option<(&str, bool)>,
+    extra: crate::atsf::Extra,
+) -> crate::atsf::ToolCall {
+    use crate::atsf::ToolStatus;
+    crate::atsf::ToolCall {
+        tool_call_id: id,
+        name,
+        title: None,
+        status: match result {
+            Some((_, true)) => ToolStatus::Failed,
+            Some(_) => ToolStatus::Completed,
+            None => ToolStatus::Pending,
+        },
+        input,
+        output: result.map(|(text, _)| text.to_string()),
+        duration: None,
+        diff: None,
+        extra,
+    }
+}
+
+/// Anthropic-style message content (Claude Code, Amp): a string, or blocks
+/// `text`, `thinking`, `image` (base64 `source`, stored as an asset when
+/// written), `tool_use` (made into a call by `tool_use`), `tool_result`
+/// (joined elsewhere; counted), anything else kept whole. Returns the
+/// blocks, the calls, and how many tool results there were.
+pub(crate) fn anthropic_content(
+    content: Option<&serde_json::Value>,
+    mut tool_use: impl FnMut(&serde_json::Value) -> crate::atsf::ToolCall,
+) -> (Vec<ContentBlock>, Vec<crate::atsf::ToolCall>, usize) {
+    use serde_json::Value;
+    let str_of = |b: &Value, k: &str| b.get(k).and_then(Value::as_str).map(str::to_string);
+    let mut out = Vec::new();
+    let mut calls = Vec::new();
+    let mut results = 0;
+    match content {
+        Some(Value::String(s)) => out.push(ContentBlock::text(s.clone())),
+        Some(Value::Array(blocks)) => {
+            for b in blocks {
+                match b.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        out.push(ContentBlock::text(str_of(b, "text").unwrap_or_default()))
+                    }
+                    Some("thinking") => out.push(ContentBlock::Thinking {
+                        text: str_of(b, "thinking")
+                            .or_else(|| str_of(b, "text"))
+                            .unwrap_or_default(),
+                        extra: atsf::Extra::new(),
+                    }),
+                    Some("image") => {
+                        let src = b.get("source").cloned().unwrap_or(Value::Null);
+                        out.push(ContentBlock::Image(atsf::ImageBlock {
+                            asset_ref: None,
+                            mime_type: str_of(&src, "media_type"),
+                            data: str_of(&src, "data"),
+                            extra: atsf::Extra::new(),
+                        }));
+                    }
+                    Some("tool_use") => calls.push(tool_use(b)),
+                    Some("tool_result") => results += 1,
+                    _ => {
+                        if let Value::Object(map) = b {
+                            out.push(ContentBlock::Unknown(map.clone()));
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    (out, calls, results)
+}

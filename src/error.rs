@@ -109,6 +109,12 @@ pub enum Error {
     #[error("{0}")]
     Refused(String),
 
+    /// An incremental import cannot go on from where the last one stopped
+    /// (the source was rewritten, a thread is gone or moved on): the source
+    /// is imported again from its start. Never reaches the user.
+    #[error("importing again from the start: {0}")]
+    Restart(String),
+
     /// Anything else, with a message that says what and how to fix it.
     #[error("{0}")]
     Other(String),

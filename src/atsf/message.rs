@@ -101,8 +101,54 @@ impl Message {
 
     /// Number of tool calls this message carries.
     pub fn tool_call_count(&self) -> usize {
+        if self.completes().is_some() {
+            return 0;
+        }
         self.tool_calls.as_ref().map_or(0, Vec::len)
     }
+
+    /// The id of the message whose tool calls this one completes, when it is
+    /// a completion: see [`COMPLETES_KEY`].
+    pub fn completes(&self) -> Option<&str> {
+        self.extra
+            .get(COMPLETES_KEY)
+            .and_then(serde_json::Value::as_str)
+    }
+}
+
+/// grove's extension field on a message that brings the result of tool
+/// calls made in an earlier message (an import saw the call before its
+/// result existed). Messages are lines that are never rewritten, so the
+/// result comes as a new `agent` message: no content, the same
+/// `toolCallId`s with their final status and output, and this field naming
+/// the message that made the calls. Its calls are not counted again in
+/// `stats.toolCallCount`; a reader that does not know the field sees the
+/// call twice, the second time with its output.
+pub const COMPLETES_KEY: &str = "completesMessage";
+
+/// The message that completes tool `calls` of message `of`, at `timestamp`.
+pub fn completion(of: &str, calls: Vec<ToolCall>, timestamp: String) -> Message {
+    let ids: Vec<&str> = calls.iter().map(|c| c.tool_call_id.as_str()).collect();
+    let mut m = Message {
+        id: completion_id(of, &ids),
+        role: Role::Agent,
+        timestamp,
+        content: Vec::new(),
+        tool_calls: Some(calls),
+        stop_reason: None,
+        model: None,
+        tokens: None,
+        extra: Extra::new(),
+    };
+    m.extra
+        .insert(COMPLETES_KEY.into(), serde_json::Value::from(of));
+    m
+}
+
+/// The id of a completion of `calls` of message `of`: the same calls always
+/// give the same id, so importing again never adds it twice.
+pub fn completion_id(of: &str, calls: &[&str]) -> String {
+    format!("{of}~done~{}", calls.join("+"))
 }
 
 /// Token usage of a message.

@@ -20,7 +20,9 @@ pub use config::{Config, CreatedBy, Defaults, PostSetupCommand, SymlinkHook, Wor
 pub use content::{ContentBlock, ImageBlock};
 pub(crate) use json::strip_bom;
 pub use json::{parse_json, parse_message_line, read_json_file, to_line, to_pretty};
-pub use message::{Diff, Message, Role, Tokens, ToolCall, ToolStatus};
+pub use message::{
+    COMPLETES_KEY, Diff, Message, Role, Tokens, ToolCall, ToolStatus, completion, completion_id,
+};
 pub use relationship::{RelationKind, RelationRole, Relationship, fork_title};
 pub use thread::{Agent, Context, Stats, ThreadMeta, WorktreeInfo};
 pub use time::{normalize_timestamp, now_timestamp};

@@ -37,8 +37,17 @@ impl super::Format for Claude {
     fn sources(&self, path: &Path) -> Result<Vec<PathBuf>> {
         sources(path)
     }
-    fn import(&self, source: &Path, summary: &mut Summary) -> Result<Vec<ImportedThread>> {
-        import_file(source, summary)
+    fn import(
+        &self,
+        source: &Path,
+        _from: Option<&super::Resume>,
+        out: &mut super::Output,
+    ) -> Result<Option<super::Resume>> {
+        let threads = import_file(source, out.summary())?;
+        for t in threads {
+            out.thread(t)?;
+        }
+        Ok(None)
     }
 }
 

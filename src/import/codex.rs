@@ -45,8 +45,19 @@ impl super::Format for Codex {
     fn sources(&self, path: &Path) -> Result<Vec<PathBuf>> {
         sources(path)
     }
-    fn import(&self, source: &Path, summary: &mut Summary) -> Result<Vec<ImportedThread>> {
-        import_file(source, summary).map(Vec::from_iter)
+    fn import(
+        &self,
+        source: &Path,
+        _from: Option<&super::Resume>,
+        out: &mut super::Output,
+    ) -> Result<Option<super::Resume>> {
+        let threads = import_file(source, out.summary())?
+            .into_iter()
+            .collect::<Vec<_>>();
+        for t in threads {
+            out.thread(t)?;
+        }
+        Ok(None)
     }
 }
 

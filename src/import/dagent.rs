@@ -45,8 +45,17 @@ impl super::Format for Dagent {
             Vec::new()
         })
     }
-    fn import(&self, source: &Path, summary: &mut Summary) -> Result<Vec<ImportedThread>> {
-        import_dir(source, summary)
+    fn import(
+        &self,
+        source: &Path,
+        _from: Option<&super::Resume>,
+        out: &mut super::Output,
+    ) -> Result<Option<super::Resume>> {
+        let threads = import_dir(source, out.summary())?;
+        for t in threads {
+            out.thread(t)?;
+        }
+        Ok(None)
     }
 }
 

@@ -38,8 +38,19 @@ impl super::Format for Hq {
             .filter(|p| is_checkpoint(p))
             .collect())
     }
-    fn import(&self, source: &Path, summary: &mut Summary) -> Result<Vec<ImportedThread>> {
-        import_file(source, summary).map(Vec::from_iter)
+    fn import(
+        &self,
+        source: &Path,
+        _from: Option<&super::Resume>,
+        out: &mut super::Output,
+    ) -> Result<Option<super::Resume>> {
+        let threads = import_file(source, out.summary())?
+            .into_iter()
+            .collect::<Vec<_>>();
+        for t in threads {
+            out.thread(t)?;
+        }
+        Ok(None)
     }
 }
 

@@ -23,6 +23,7 @@ pub mod amp;
 pub mod claude;
 pub mod codex;
 mod common;
+mod cursor;
 pub mod dagent;
 pub mod hq;
 pub mod sage;
@@ -36,11 +37,12 @@ use serde::Serialize;
 
 pub use common::json_files;
 pub(crate) use common::*;
-pub use write::{locate, write};
+pub use cursor::{Resumable, Resume};
+pub use write::{Output, ThreadHandle, import_offset, locate};
 
 use crate::atsf::{Message, ThreadMeta};
 use crate::error::{Error, Result};
-use crate::store::{Store, Thread};
+use crate::store::Thread;
 
 /// A format grove imports.
 pub trait Format: Sync {
@@ -59,9 +61,22 @@ pub trait Format: Sync {
     /// nothing of this format.
     fn sources(&self, path: &Path) -> Result<Vec<PathBuf>>;
 
-    /// Imports one source: its threads, with every record counted (and
-    /// every problem named by `file:line`) in `summary`.
-    fn import(&self, source: &Path, summary: &mut Summary) -> Result<Vec<ImportedThread>>;
+    /// How far a source can be resumed by the next import.
+    fn resumable(&self) -> Resumable {
+        Resumable::No
+    }
+
+    /// Imports one source into `out`: its threads begun, fed and finished,
+    /// every record counted (and every problem named by `file:line`) in
+    /// `out.summary()`. With `from` (a [`Resumable::Lines`] format), only
+    /// what follows `from.offset` is read; [`Error::Restart`] asks for the
+    /// whole source instead. Returns where the next import may go on.
+    fn import(
+        &self,
+        source: &Path,
+        from: Option<&Resume>,
+        out: &mut Output,
+    ) -> Result<Option<Resume>>;
 }
 
 /// Every format grove imports.
@@ -191,6 +206,24 @@ impl Destination {
             Destination::Into(_) => None,
         }
     }
+
+    /// Names where threads go, for the cursor of a source.
+    fn key(&self) -> Option<String> {
+        match self {
+            Destination::Route { default, worktrees } => Some(format!(
+                "route\0{}\0{}",
+                default.display(),
+                worktrees
+                    .iter()
+                    .map(|w| w.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join("\0")
+            )),
+            Destination::Root(root) => Some(format!("root\0{}", root.display())),
+            // Messages from several sources may share the thread: no cursor.
+            Destination::Into(_) => None,
+        }
+    }
 }
 
 /// Imports every source of `format` under `paths` into `destination`. A
@@ -215,51 +248,127 @@ pub fn run(format: &dyn Format, paths: &[PathBuf], destination: &Destination) ->
         }
         sources.extend(found);
     }
+    if matches!(destination, Destination::Into(_)) && sources.len() > 1 {
+        return Err(Error::Other(format!(
+            "--into takes one session; {} sources were found (give one file)",
+            sources.len()
+        )));
+    }
     let mut summary = Summary::default();
-    let mut threads = Vec::new();
     for source in &sources {
-        match format.import(source, &mut summary) {
-            Ok(found) => threads.extend(found),
-            Err(e) => summary
+        if let Err(e) = import_source(format, source, destination, &mut summary) {
+            summary
                 .errors
-                .push(format!("{}: not imported: {e}", source.display())),
-        }
-    }
-    if let Destination::Into(target) = destination {
-        let mains: Vec<ImportedThread> = threads.into_iter().filter(|t| t.is_main()).collect();
-        let [one] = <[ImportedThread; 1]>::try_from(mains).map_err(|mains| {
-            Error::Other(format!(
-                "--into takes one session; {} were found",
-                mains.len()
-            ))
-        })?;
-        let mut one = one;
-        one.meta.thread_id = target.id().to_string();
-        one.meta.relationships = None;
-        let store = Store::at(
-            target
-                .dir()
-                .parent()
-                .and_then(Path::parent)
-                .unwrap_or(Path::new(".")),
-        );
-        let outcome = write::write(&store, one, &mut summary)?;
-        summary.threads.push(outcome);
-        return Ok(summary);
-    }
-    for thread in threads {
-        let Some(root) = destination.root_for(&thread.meta) else {
-            continue;
-        };
-        let meta = thread.meta.clone();
-        match write::write(&Store::for_project(&root), thread, &mut summary) {
-            Ok(outcome) => summary.threads.push(outcome),
-            Err(e) => {
-                let place = write::locate(&meta, &write::needle(&e, &meta))
-                    .unwrap_or_else(|| format!("thread {}", meta.thread_id));
-                summary.errors.push(format!("{place}: not imported: {e}"));
-            }
+                .push(format!("{}: not imported: {e}", source.display()));
         }
     }
     Ok(summary)
+}
+
+/// Imports one source, from where the last import stopped when it can.
+fn import_source(
+    format: &dyn Format,
+    source: &Path,
+    destination: &Destination,
+    summary: &mut Summary,
+) -> Result<()> {
+    let key = destination.key();
+    let resumable = match &key {
+        Some(_) if source.is_file() => format.resumable(),
+        _ => Resumable::No,
+    };
+    let cursor = match (resumable, key) {
+        (Resumable::No, _) | (_, None) => None,
+        (_, Some(key)) => Some(cursor::Cursor::of(format.name(), source, &key)?),
+    };
+    let valid = cursor.as_ref().and_then(cursor::Cursor::load);
+    if let Some(v) = &valid
+        && v.len == v.resume.offset
+    {
+        return unchanged(&v.threads, summary);
+    }
+    let errors_before = summary.errors.len();
+    let from = valid
+        .as_ref()
+        .filter(|_| resumable == Resumable::Lines)
+        .map(|v| v.resume.clone());
+    let mut attempt = attempt(format, source, destination, summary, from.as_ref());
+    let mut tries = 1;
+    let mut started = valid.filter(|_| from.is_some());
+    while let Err(Error::Restart(_)) = attempt
+        && tries < 3
+    {
+        started = None;
+        tries += 1;
+        attempt = self::attempt(format, source, destination, summary, None);
+    }
+    let (resume, mut written) = attempt?;
+    let Some(cursor) = cursor else {
+        return Ok(());
+    };
+    let failed = summary.errors[errors_before..]
+        .iter()
+        .any(|e| e.contains("not imported"));
+    if let Some(v) = &started {
+        for t in &v.threads {
+            if !written.contains(t) {
+                written.push(t.clone());
+            }
+        }
+    }
+    let resume = match (resume, resumable) {
+        (Some(resume), _) => Some(resume),
+        (None, Resumable::WholeFile) => Some(Resume {
+            offset: std::fs::metadata(source).map_or(0, |m| m.len()),
+            ..Resume::default()
+        }),
+        (None, _) => None,
+    };
+    match resume {
+        Some(resume) if !failed => cursor.save(started, resume, written),
+        _ => {
+            cursor.forget();
+            Ok(())
+        }
+    }
+}
+
+/// One pass over `source`, from `from` when given: its result and the
+/// threads it wrote. On failure nothing unfinished is written.
+fn attempt(
+    format: &dyn Format,
+    source: &Path,
+    destination: &Destination,
+    summary: &mut Summary,
+    from: Option<&Resume>,
+) -> Result<(Option<Resume>, Vec<PathBuf>)> {
+    let mut out = Output::new(destination, summary, source, from.map(|r| r.offset));
+    match format.import(source, from, &mut out) {
+        Ok(resume) => Ok((resume, out.written().to_vec())),
+        Err(e) => {
+            out.abandon();
+            Err(e)
+        }
+    }
+}
+
+/// A source unchanged since its last import: its threads, as they are.
+fn unchanged(threads: &[PathBuf], summary: &mut Summary) -> Result<()> {
+    for dir in threads {
+        let id = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let thread = Thread::at(id.clone(), dir.clone());
+        let meta = thread.meta()?;
+        summary.threads.push(ThreadOutcome {
+            thread_id: id,
+            title: meta.title,
+            thread_dir: dir.clone(),
+            created: false,
+            messages_added: 0,
+            message_count: meta.stats.message_count,
+        });
+    }
+    Ok(())
 }

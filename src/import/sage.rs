@@ -38,8 +38,17 @@ impl super::Format for Sage {
     fn sources(&self, path: &Path) -> Result<Vec<PathBuf>> {
         sessions(path)
     }
-    fn import(&self, source: &Path, summary: &mut Summary) -> Result<Vec<ImportedThread>> {
-        import_session(source, summary)
+    fn import(
+        &self,
+        source: &Path,
+        _from: Option<&super::Resume>,
+        out: &mut super::Output,
+    ) -> Result<Option<super::Resume>> {
+        let threads = import_session(source, out.summary())?;
+        for t in threads {
+            out.thread(t)?;
+        }
+        Ok(None)
     }
 }
 

@@ -1,45 +1,579 @@
-//! Writing an imported thread: a new thread built aside, or what an existing
-//! one lacks appended under its lock. A message grove cannot store as it is
-//! (an image whose data is not base64, a URL where data should be) keeps
-//! what it says as a placeholder, and the import goes on.
+//! Writing what importers read. An importer begins a thread, pushes its
+//! messages one at a time, and finishes it: a new thread streams into a
+//! directory built aside and moved into place whole; an existing one gets
+//! the messages it lacks appended, under its lock, in one write. Either way
+//! an import holds one record at a time, not its whole source.
+//!
+//! A message grove cannot store as it is (an image whose data is not base64,
+//! a URL where data should be) keeps what it says as a placeholder, named by
+//! `file:line`, and the import goes on. A thread that fails is named in the
+//! summary; the importer's other threads go on.
 
-use std::io::Write;
-use std::path::Path;
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::{BufRead, BufWriter, Write};
+use std::path::{Path, PathBuf};
 
-use super::{ImportedThread, Summary, ThreadOutcome};
-use crate::atsf::{self, ContentBlock, Message, Relationship, Stats, ThreadMeta};
+use serde_json::Value;
+
+use super::{Destination, Summary, ThreadOutcome};
+use crate::atsf::{self, ContentBlock, Message, Relationship, Stats, ThreadMeta, ToolStatus};
 use crate::error::{Error, IoContext, Result};
-use crate::store::{AppendOptions, PendingAsset, Store, Thread, set_recorded_length};
+use crate::store::{
+    AppendOptions, PendingAsset, StagedThread, Store, Thread, set_recorded_length,
+    take_inline_in_json,
+};
 
-/// Writes `imported` into `store`: a new thread built aside, or the
-/// messages an existing one lacks appended (and relationships it lacks
-/// added). Concurrent first imports of one session converge: the one that
-/// loses the race to publish appends what the winner lacks, under the lock.
-/// A thread id grove refuses is replaced by a safe one, a message grove
-/// cannot store as it is by a placeholder; each is named in `summary`.
-pub fn write(
-    store: &Store,
-    imported: ImportedThread,
-    summary: &mut Summary,
-) -> Result<ThreadOutcome> {
-    let mut imported = imported;
-    safe_thread_id(&mut imported.meta, summary);
-    let messages = std::mem::take(&mut imported.messages);
-    let mut storable = Vec::with_capacity(messages.len());
-    let mut assets = Vec::new();
-    for (i, m) in messages.into_iter().enumerate() {
-        let (m, found) = storable_message(m, i, &imported.meta, summary);
-        assets.extend(found);
-        storable.push(m);
+/// `metadata.import` key: the bytes of the source a thread has taken.
+pub const OFFSET_KEY: &str = "offset";
+/// `metadata.import` key: the title the source gave, to tell a title the
+/// source changed from one a person set.
+const SOURCE_TITLE_KEY: &str = "sourceTitle";
+
+/// A thread begun in an [`Output`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadHandle(usize);
+
+/// Where an importer puts the threads it reads, for one source.
+pub struct Output<'a> {
+    destination: &'a Destination,
+    summary: &'a mut Summary,
+    source: PathBuf,
+    /// Incremental import: existing threads must be at this offset.
+    resume_at: Option<u64>,
+    /// Bytes of the source taken, recorded on every thread finished.
+    offset: Option<u64>,
+    into_used: bool,
+    threads: Vec<Slot>,
+    written: Vec<PathBuf>,
+}
+
+enum Slot {
+    New(Box<NewThread>),
+    Existing(Box<ExistingThread>),
+    /// Not wanted here (with `--into`, a subagent thread or a fork).
+    Skipped,
+    /// Failed (named in the summary) or finished: further calls do nothing.
+    Closed,
+}
+
+struct NewThread {
+    staged: StagedThread,
+    meta: ThreadMeta,
+    log: BufWriter<File>,
+    log_path: PathBuf,
+    bytes: u64,
+    stats: Stats,
+    last_time: Option<String>,
+    pushed: u64,
+}
+
+struct ExistingThread {
+    thread: Thread,
+    /// What the source says of the thread, merged in when finished.
+    meta: ThreadMeta,
+    known: LogIndex,
+    fresh: Vec<Message>,
+    assets: Vec<PendingAsset>,
+    /// Incremental import: the offset the thread was at when begun.
+    expected: Option<u64>,
+    pushed: u64,
+}
+
+/// What a thread's log already holds: message ids and calls still pending.
+#[derive(Default)]
+struct LogIndex {
+    /// Empty in incremental mode: what comes is new by construction.
+    ids: HashSet<String>,
+    /// Message id → (call id → call) for calls stored as pending/running.
+    pending: HashMap<String, HashMap<String, atsf::ToolCall>>,
+    len: u64,
+}
+
+impl<'a> Output<'a> {
+    /// An output for `source`'s threads, written where `destination` says.
+    pub(super) fn new(
+        destination: &'a Destination,
+        summary: &'a mut Summary,
+        source: &Path,
+        resume_at: Option<u64>,
+    ) -> Self {
+        Output {
+            destination,
+            summary,
+            source: source.to_path_buf(),
+            resume_at,
+            offset: None,
+            into_used: false,
+            threads: Vec::new(),
+            written: Vec::new(),
+        }
     }
-    imported.messages = storable;
-    let thread = store.thread(&imported.meta.thread_id)?;
-    if std::fs::symlink_metadata(thread.meta_path()).is_ok() {
-        return append_new(&thread, imported);
+
+    /// The import's summary: counts per record kind, problems by `file:line`.
+    pub fn summary(&mut self) -> &mut Summary {
+        self.summary
     }
-    match create(store, imported.clone(), &assets) {
-        Err(Error::ThreadExists { .. }) => append_new(&thread, imported),
-        other => other,
+
+    /// The source being imported.
+    pub fn source(&self) -> &Path {
+        &self.source
+    }
+
+    /// `file:line` of the source, for a warning.
+    pub fn at(&self, line: u64) -> String {
+        format!("{}:{line}", self.source.display())
+    }
+
+    /// Names a problem at `line` of the source in the summary.
+    pub fn problem(&mut self, line: Option<u64>, what: impl std::fmt::Display) {
+        let place = match line {
+            Some(l) => self.at(l),
+            None => self.source.display().to_string(),
+        };
+        self.summary.errors.push(format!("{place}: {what}"));
+    }
+
+    /// Records that the source's first `offset` bytes are taken: written on
+    /// every thread finished after this call.
+    pub fn set_offset(&mut self, offset: u64) {
+        self.offset = Some(offset);
+    }
+
+    /// The thread directories written (or found up to date) so far.
+    pub(super) fn written(&self) -> &[PathBuf] {
+        &self.written
+    }
+
+    /// Begins thread `meta`. In an incremental import an existing thread
+    /// that is missing, or that another import took further, is
+    /// [`Error::Restart`]; any other failure is named in the summary and the
+    /// thread's messages are then dropped, so the importer goes on.
+    pub fn begin(&mut self, meta: ThreadMeta) -> Result<ThreadHandle> {
+        let handle = ThreadHandle(self.threads.len());
+        let slot = match self.open(meta) {
+            Ok(slot) => slot,
+            Err(e @ Error::Restart(_)) => return Err(e),
+            Err(e) => {
+                self.problem(None, format_args!("a thread was not imported: {e}"));
+                Slot::Closed
+            }
+        };
+        self.threads.push(slot);
+        Ok(handle)
+    }
+
+    fn open(&mut self, mut meta: ThreadMeta) -> Result<Slot> {
+        let store = match self.destination {
+            Destination::Into(target) => {
+                if !is_main(&meta) || self.into_used {
+                    return Ok(Slot::Skipped);
+                }
+                self.into_used = true;
+                meta.thread_id = target.id().to_string();
+                meta.relationships = None;
+                // The thread keeps its own title.
+                meta.title = String::new();
+                return self.open_existing(target.clone(), meta);
+            }
+            other => Store::for_project(&other.root_for(&meta).unwrap_or_default()),
+        };
+        safe_thread_id(&mut meta, &self.source, self.summary);
+        let thread = store.thread(&meta.thread_id)?;
+        if std::fs::symlink_metadata(thread.meta_path()).is_ok() {
+            return self.open_existing(thread, meta);
+        }
+        if self.resume_at.is_some() && !self.incremental_may_create(&meta) {
+            return Err(Error::Restart(format!(
+                "thread {} is gone; importing the whole source again",
+                meta.thread_id
+            )));
+        }
+        let staged = match store.stage_thread(&meta) {
+            Err(Error::ThreadExists { .. }) => return self.open_existing(thread, meta),
+            other => other?,
+        };
+        let log_path = staged.path().join(atsf::MESSAGES_FILE);
+        let log =
+            BufWriter::with_capacity(256 * 1024, crate::fsutil::open_append(&log_path, false)?);
+        Ok(Slot::New(Box::new(NewThread {
+            staged,
+            meta,
+            log,
+            log_path,
+            bytes: 0,
+            stats: Stats::default(),
+            last_time: None,
+            pushed: 0,
+        })))
+    }
+
+    /// In an incremental import only the threads an importer starts in the
+    /// new records may be created: a main thread must already exist.
+    fn incremental_may_create(&self, meta: &ThreadMeta) -> bool {
+        !is_main(meta)
+    }
+
+    fn open_existing(&mut self, thread: Thread, meta: ThreadMeta) -> Result<Slot> {
+        let known = match self.resume_at {
+            Some(at) => {
+                let stored = thread.meta()?;
+                if import_offset(&stored) != Some(at) {
+                    return Err(Error::Restart(format!(
+                        "thread {} is not where the last import left it",
+                        thread.id()
+                    )));
+                }
+                LogIndex {
+                    len: log_len(&thread),
+                    ..LogIndex::default()
+                }
+            }
+            None => LogIndex::read(&thread.messages_path())?,
+        };
+        Ok(Slot::Existing(Box::new(ExistingThread {
+            thread,
+            meta,
+            known,
+            fresh: Vec::new(),
+            assets: Vec::new(),
+            expected: self.resume_at,
+            pushed: 0,
+        })))
+    }
+
+    /// The thread's metadata as the importer describes it, to change before
+    /// it is finished (a title, relationships).
+    pub fn meta_mut(&mut self, handle: ThreadHandle) -> Option<&mut ThreadMeta> {
+        match self.threads.get_mut(handle.0)? {
+            Slot::New(t) => Some(&mut t.meta),
+            Slot::Existing(t) => Some(&mut t.meta),
+            Slot::Skipped | Slot::Closed => None,
+        }
+    }
+
+    /// Adds message `m`, read at `line` of the source (for warnings).
+    pub fn push(&mut self, handle: ThreadHandle, m: Message, line: Option<u64>) {
+        let Some(slot) = self.threads.get_mut(handle.0) else {
+            return;
+        };
+        let (thread_id, index) = match slot {
+            Slot::New(t) => {
+                t.pushed += 1;
+                (t.meta.thread_id.clone(), t.pushed - 1)
+            }
+            Slot::Existing(t) => {
+                t.pushed += 1;
+                (t.meta.thread_id.clone(), t.pushed - 1)
+            }
+            Slot::Skipped | Slot::Closed => return,
+        };
+        let (m, assets, problems) = storable_message(m, index, &thread_id);
+        for p in problems {
+            let place = match line {
+                Some(l) => self.at(l),
+                None => locate(&self.source, &m.id),
+            };
+            self.summary.errors.push(format!("{place}: {p}"));
+        }
+        let result = match &mut self.threads[handle.0] {
+            Slot::New(t) => t.write(m, &assets),
+            Slot::Existing(t) => {
+                t.add(m, assets);
+                Ok(())
+            }
+            Slot::Skipped | Slot::Closed => Ok(()),
+        };
+        if let Err(e) = result {
+            self.fail(handle, e);
+        }
+    }
+
+    /// Ends thread `handle`: a new one is published, an existing one gets
+    /// what it lacks. The outcome goes into the summary; the only error is
+    /// [`Error::Restart`], when another import published the same thread
+    /// first (importing the source again appends what it lacks).
+    pub fn finish(&mut self, handle: ThreadHandle) -> Result<()> {
+        let Some(slot) = self.threads.get_mut(handle.0) else {
+            return Ok(());
+        };
+        let slot = std::mem::replace(slot, Slot::Closed);
+        let offset = self.offset;
+        let outcome = match slot {
+            Slot::New(t) => t.publish(offset),
+            Slot::Existing(t) => t.append(offset),
+            Slot::Skipped | Slot::Closed => return Ok(()),
+        };
+        match outcome {
+            Ok(outcome) => {
+                self.written.push(outcome.thread_dir.clone());
+                self.summary.threads.push(outcome);
+            }
+            Err(e @ Error::Restart(_)) => return Err(e),
+            Err(e) => self.problem(None, format_args!("a thread was not imported: {e}")),
+        }
+        Ok(())
+    }
+
+    fn fail(&mut self, handle: ThreadHandle, e: Error) {
+        let id = match &self.threads[handle.0] {
+            Slot::New(t) => t.meta.thread_id.clone(),
+            Slot::Existing(t) => t.meta.thread_id.clone(),
+            _ => String::new(),
+        };
+        self.threads[handle.0] = Slot::Closed;
+        self.problem(None, format_args!("thread {id} was not imported: {e}"));
+    }
+
+    /// Convenience for importers that build a whole thread in memory.
+    pub fn thread(&mut self, imported: super::ImportedThread) -> Result<ThreadHandle> {
+        let handle = self.begin(imported.meta)?;
+        for m in imported.messages {
+            self.push(handle, m, None);
+        }
+        self.finish(handle)?;
+        Ok(handle)
+    }
+
+    /// Drops every unfinished thread: nothing of them is written.
+    pub(super) fn abandon(&mut self) {
+        self.threads.clear();
+    }
+}
+
+/// A subagent thread or a fork goes along with its main thread.
+fn is_main(meta: &ThreadMeta) -> bool {
+    meta.main_thread_id.is_none() && meta.origin_thread_id.is_none()
+}
+
+/// The offset recorded in `metadata.import`.
+pub fn import_offset(meta: &ThreadMeta) -> Option<u64> {
+    meta.metadata
+        .as_ref()?
+        .get("import")?
+        .get(OFFSET_KEY)?
+        .as_u64()
+}
+
+fn set_import(meta: &mut ThreadMeta, key: &str, value: Value) {
+    let import = meta
+        .metadata_mut()
+        .entry("import")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if let Value::Object(map) = import {
+        map.insert(key.to_string(), value);
+    }
+}
+
+fn log_len(thread: &Thread) -> u64 {
+    std::fs::metadata(thread.messages_path()).map_or(0, |m| m.len())
+}
+
+impl NewThread {
+    fn write(&mut self, m: Message, assets: &[PendingAsset]) -> Result<()> {
+        let assets_dir = self.staged.path().join(atsf::ASSETS_DIR);
+        for asset in assets {
+            asset.store(&assets_dir)?;
+        }
+        crate::store::validate_message(&m)?;
+        let line = atsf::to_line(&m)?;
+        self.log.write_all(&line).ctx("writing", &self.log_path)?;
+        self.bytes += line.len() as u64;
+        self.stats.add(&m);
+        self.last_time = Some(m.timestamp);
+        Ok(())
+    }
+
+    fn publish(self: Box<Self>, offset: Option<u64>) -> Result<ThreadOutcome> {
+        let NewThread {
+            staged,
+            mut meta,
+            log,
+            log_path,
+            bytes,
+            stats,
+            last_time,
+            ..
+        } = *self;
+        let file = log
+            .into_inner()
+            .map_err(|e| Error::io("writing", &log_path, e.into_error()))?;
+        file.sync_all().ctx("syncing", &log_path)?;
+        meta.stats = stats;
+        if let Some(t) = last_time {
+            meta.updated_at = t;
+        }
+        set_recorded_length(&mut meta, bytes);
+        if let Some(offset) = offset {
+            set_import(&mut meta, OFFSET_KEY, Value::from(offset));
+        }
+        let title = Value::from(meta.title.clone());
+        set_import(&mut meta, SOURCE_TITLE_KEY, title);
+        staged.write_meta(&meta)?;
+        match staged.publish() {
+            Ok(thread) => Ok(ThreadOutcome {
+                thread_id: meta.thread_id.clone(),
+                title: meta.title.clone(),
+                thread_dir: thread.dir().to_path_buf(),
+                created: true,
+                messages_added: meta.stats.message_count,
+                message_count: meta.stats.message_count,
+            }),
+            Err(Error::ThreadExists { id, .. }) => Err(Error::Restart(format!(
+                "thread {id} was published by another import meanwhile"
+            ))),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl ExistingThread {
+    fn add(&mut self, m: Message, assets: Vec<PendingAsset>) {
+        if !self.known.ids.contains(&m.id) {
+            self.known.ids.insert(m.id.clone());
+            self.fresh.push(m);
+            self.assets.extend(assets);
+            return;
+        }
+        // Stored before its tool results existed: the results come as a
+        // completion message (the stored line is never rewritten).
+        let Some(pending) = self.known.pending.remove(&m.id) else {
+            return;
+        };
+        let done: Vec<atsf::ToolCall> = m
+            .tool_calls
+            .iter()
+            .flatten()
+            .filter(|c| pending.contains_key(&c.tool_call_id) && !is_open(&c.status))
+            .cloned()
+            .collect();
+        if done.is_empty() {
+            self.known.pending.insert(m.id, pending);
+            return;
+        }
+        let completion = atsf::completion(&m.id, done, m.timestamp.clone());
+        if self.known.ids.insert(completion.id.clone()) {
+            self.fresh.push(completion);
+            self.assets.extend(assets);
+        }
+    }
+
+    fn append(self: Box<Self>, offset: Option<u64>) -> Result<ThreadOutcome> {
+        let ExistingThread {
+            thread,
+            meta: source,
+            known,
+            mut fresh,
+            assets,
+            expected,
+            ..
+        } = *self;
+        let lock = thread.lock()?;
+        let stored = lock.meta()?;
+        // Someone appended since the log was read, or another import moved
+        // the thread on: decide again, under the lock.
+        let moved = log_len(&thread) != known.len
+            || (expected.is_some() && import_offset(&stored) != expected);
+        if moved && !fresh.is_empty() {
+            let now = LogIndex::read(&thread.messages_path())?;
+            fresh.retain(|m| !now.ids.contains(&m.id));
+        }
+        let added = fresh.len() as u64;
+        let assets_dir = thread.assets_dir();
+        for asset in &assets {
+            asset.store(&assets_dir)?;
+        }
+        let change = |meta: &mut ThreadMeta| {
+            refresh_from_source(meta, &source);
+            if let Some(offset) = offset
+                && import_offset(meta).is_none_or(|at| at < offset)
+            {
+                set_import(meta, OFFSET_KEY, Value::from(offset));
+            }
+        };
+        let meta = if fresh.is_empty() {
+            let mut meta = stored.clone();
+            change(&mut meta);
+            if meta != stored {
+                lock.save(&mut meta)?;
+            }
+            meta
+        } else {
+            let done = lock.append_all_then(fresh, AppendOptions { fsync: true }, change)?;
+            if let Some(e) = done.last().and_then(|d| d.meta_error.as_ref()) {
+                return Err(Error::Other(format!(
+                    "the messages were appended but thread.json was not updated: {e}"
+                )));
+            }
+            lock.meta()?
+        };
+        Ok(ThreadOutcome {
+            thread_id: meta.thread_id.clone(),
+            title: meta.title.clone(),
+            thread_dir: thread.dir().to_path_buf(),
+            created: false,
+            messages_added: added,
+            message_count: meta.stats.message_count,
+        })
+    }
+}
+
+fn is_open(status: &ToolStatus) -> bool {
+    matches!(status, ToolStatus::Pending | ToolStatus::Running)
+}
+
+impl LogIndex {
+    /// Reads the ids in `path` (complete lines), and the calls stored open.
+    fn read(path: &Path) -> Result<LogIndex> {
+        #[derive(serde::Deserialize)]
+        struct Id {
+            id: String,
+        }
+        let mut out = LogIndex::default();
+        let Some(file) = crate::fsutil::open_read_opt(path)? else {
+            return Ok(out);
+        };
+        let mut reader = std::io::BufReader::with_capacity(256 * 1024, file);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let n = reader.read_until(b'\n', &mut line).ctx("reading", path)?;
+            if n == 0 || line.last() != Some(&b'\n') {
+                break;
+            }
+            out.len += n as u64;
+            let bytes = atsf::strip_bom(&line);
+            let open = memchr::memmem::find(bytes, b"\"pending\"").is_some()
+                || memchr::memmem::find(bytes, b"\"running\"").is_some();
+            if open && let Ok(m) = serde_json::from_slice::<Message>(bytes) {
+                let calls: HashMap<String, atsf::ToolCall> = m
+                    .tool_calls
+                    .iter()
+                    .flatten()
+                    .filter(|c| is_open(&c.status))
+                    .map(|c| (c.tool_call_id.clone(), c.clone()))
+                    .collect();
+                if !calls.is_empty() {
+                    out.pending.insert(m.id.clone(), calls);
+                }
+                out.ids.insert(m.id);
+            } else if let Ok(m) = serde_json::from_slice::<Id>(bytes) {
+                out.ids.insert(m.id);
+            }
+        }
+        // A completion already stored closes its calls.
+        let completions: Vec<String> = out
+            .ids
+            .iter()
+            .filter(|id| id.contains("~done~"))
+            .cloned()
+            .collect();
+        for c in completions {
+            if let Some((of, _)) = c.split_once("~done~") {
+                out.pending.remove(of);
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -47,7 +581,7 @@ pub fn write(
 /// id holding `/`, say) is made one: unsafe characters become `-`, and a
 /// short hash of the original keeps two such ids apart. The original stays
 /// in `metadata.import.sourceId`.
-fn safe_thread_id(meta: &mut ThreadMeta, summary: &mut Summary) {
+fn safe_thread_id(meta: &mut ThreadMeta, source: &Path, summary: &mut Summary) {
     let Err(e) = crate::store::validate_thread_id(&meta.thread_id) else {
         return;
     };
@@ -73,27 +607,29 @@ fn safe_thread_id(meta: &mut ThreadMeta, summary: &mut Summary) {
         .and_then(|m| m.get("import")?.get("sourceId")?.as_str())
         .unwrap_or(&original)
         .to_string();
-    let place = locate(meta, &source_id).unwrap_or_else(|| format!("thread {original}"));
+    let place = locate(source, &source_id);
     summary.errors.push(format!(
         "{place}: the thread id {original:?} is not a safe name ({e}); imported as {}",
         meta.thread_id
     ));
 }
 
-/// Makes message `m` (the `i`th of its thread) storable: a missing id or
-/// tool-call id is derived, every inline image decoded (its asset returned,
-/// to be written with the thread); an image grove cannot store — data that is
-/// not base64, a URL, nothing at all — becomes a text placeholder keeping the
-/// original block under `unimported`, named in `summary` by `file:line`.
+/// Makes message `m` (the `index`th of thread `thread_id`) storable: a
+/// missing id or tool-call id is derived; every inline image — in the
+/// content, in a tool call's output content, in raw records kept beside —
+/// becomes an asset (returned, to be written with the message). An image
+/// grove cannot store (data that is not base64, a URL, nothing at all)
+/// becomes a text placeholder keeping the original block under
+/// `unimported`; each such problem is returned.
 fn storable_message(
     mut m: Message,
-    i: usize,
-    meta: &ThreadMeta,
-    summary: &mut Summary,
-) -> (Message, Vec<PendingAsset>) {
+    index: u64,
+    thread_id: &str,
+) -> (Message, Vec<PendingAsset>, Vec<String>) {
     if m.id.trim().is_empty() {
-        m.id = format!("{}-{i}", meta.thread_id);
+        m.id = format!("{thread_id}-{index}");
     }
+    let mut assets = Vec::new();
     for (j, call) in m.tool_calls.iter_mut().flatten().enumerate() {
         if call.tool_call_id.trim().is_empty() {
             call.tool_call_id = format!("{}-call-{j}", m.id);
@@ -101,12 +637,24 @@ fn storable_message(
         if call.name.trim().is_empty() {
             call.name = "tool".into();
         }
+        for v in call.extra.values_mut() {
+            assets.extend(take_inline_in_json(v));
+        }
     }
-    let mut assets = Vec::new();
+    for v in m.extra.values_mut() {
+        assets.extend(take_inline_in_json(v));
+    }
     let mut problems = Vec::new();
     for block in m.content.iter_mut() {
-        let ContentBlock::Image(img) = block else {
-            continue;
+        let img = match block {
+            ContentBlock::Image(img) => img,
+            ContentBlock::Unknown(map) | ContentBlock::Text { extra: map, .. } => {
+                for v in map.values_mut() {
+                    assets.extend(take_inline_in_json(v));
+                }
+                continue;
+            }
+            ContentBlock::Thinking { .. } => continue,
         };
         let original = img.clone();
         match crate::store::take_inline_image(img) {
@@ -128,123 +676,20 @@ fn storable_message(
                     extra.insert("unimported".into(), v);
                 }
                 *block = ContentBlock::Text { text: what, extra };
-                problems.push(why);
+                problems.push(format!(
+                    "an image of message {} was kept as a placeholder: {why}",
+                    m.id
+                ));
             }
         }
     }
-    for why in problems {
-        let place = locate(meta, &m.id).unwrap_or_else(|| format!("thread {}", meta.thread_id));
-        summary.errors.push(format!(
-            "{place}: an image of message {} was kept as a placeholder: {why}",
-            m.id
-        ));
-    }
-    (m, assets)
-}
-
-/// The text to look for in the source to name where error `e` comes from.
-pub(super) fn needle(e: &Error, meta: &ThreadMeta) -> String {
-    match e {
-        Error::InvalidThreadId { .. } => meta
-            .metadata
-            .as_ref()
-            .and_then(|m| m.get("import")?.get("sourceId")?.as_str())
-            .unwrap_or("")
-            .to_string(),
-        Error::InvalidMessage(text) => text
-            .split("(id \"")
-            .nth(1)
-            .and_then(|rest| rest.split('"').next())
-            .unwrap_or("")
-            .to_string(),
-        _ => String::new(),
-    }
-}
-
-fn create(
-    store: &Store,
-    imported: ImportedThread,
-    assets: &[PendingAsset],
-) -> Result<ThreadOutcome> {
-    let mut meta = imported.meta;
-    let staged = store.stage_thread(&meta)?;
-    let assets_dir = staged.path().join(atsf::ASSETS_DIR);
-    for asset in assets {
-        asset.store(&assets_dir)?;
-    }
-    let log = staged.path().join(atsf::MESSAGES_FILE);
-    let mut out = std::io::BufWriter::new(crate::fsutil::open_append(&log, false)?);
-    let mut stats = Stats::default();
-    let mut bytes = 0u64;
-    let mut last = None;
-    for (i, m) in imported.messages.into_iter().enumerate() {
-        crate::store::validate_message(&m)
-            .map_err(|e| Error::InvalidMessage(format!("message #{i} (id {:?}): {e}", m.id)))?;
-        let line = atsf::to_line(&m)?;
-        out.write_all(&line).ctx("writing", &log)?;
-        bytes += line.len() as u64;
-        stats.add(&m);
-        last = Some(m.timestamp);
-    }
-    let file = out
-        .into_inner()
-        .map_err(|e| Error::io("writing", &log, e.into_error()))?;
-    file.sync_all().ctx("syncing", &log)?;
-    meta.stats = stats;
-    if let Some(t) = last {
-        meta.updated_at = t;
-    }
-    set_recorded_length(&mut meta, bytes);
-    staged.write_meta(&meta)?;
-    let thread = staged.publish()?;
-    Ok(ThreadOutcome {
-        thread_id: meta.thread_id.clone(),
-        title: meta.title.clone(),
-        thread_dir: thread.dir().to_path_buf(),
-        created: true,
-        messages_added: meta.stats.message_count,
-        message_count: meta.stats.message_count,
-    })
-}
-
-/// Appends the messages the thread lacks. What is new is decided while the
-/// thread's lock is held, and the lock is kept until they are written, so
-/// two imports at once never write a message twice.
-fn append_new(thread: &Thread, imported: ImportedThread) -> Result<ThreadOutcome> {
-    let lock = thread.lock()?;
-    // Only the ids: an agent hook imports after every turn, and a full parse
-    // of a long thread each time would be wasted.
-    let mut have = lock.message_ids()?;
-    let fresh: Vec<Message> = imported
-        .messages
-        .into_iter()
-        .filter(|m| have.insert(m.id.clone()))
-        .collect();
-    let added = fresh.len() as u64;
-    if !fresh.is_empty() {
-        // One fsync for the batch: a crash leaves a prefix, and the next
-        // import appends the rest (ids tell what is there).
-        lock.append_all(fresh, AppendOptions { fsync: true })?;
-    }
-    let mut meta = lock.meta()?;
-    let src = &imported.meta;
-    if refresh_from_source(&mut meta, src) {
-        lock.save(&mut meta)?;
-    }
-    Ok(ThreadOutcome {
-        thread_id: meta.thread_id.clone(),
-        title: meta.title.clone(),
-        thread_dir: thread.dir().to_path_buf(),
-        created: false,
-        messages_added: added,
-        message_count: meta.stats.message_count,
-    })
+    (m, assets, problems)
 }
 
 /// Adds the relationships `meta` lacks and refreshes the state a source
-/// keeps current (a checkpoint's git state, summary, next steps, tags).
-/// Returns whether anything changed.
-fn refresh_from_source(meta: &mut ThreadMeta, src: &ThreadMeta) -> bool {
+/// keeps current (a checkpoint's git state, summary, next steps, tags, a
+/// title the source changed). Changes nothing the source does not say.
+fn refresh_from_source(meta: &mut ThreadMeta, src: &ThreadMeta) {
     let missing: Vec<Relationship> = src
         .relationships()
         .iter()
@@ -256,63 +701,61 @@ fn refresh_from_source(meta: &mut ThreadMeta, src: &ThreadMeta) -> bool {
         })
         .cloned()
         .collect();
-    let tags = src.tags();
-    let refresh = (src.git.is_some() && src.git != meta.git)
-        || (src.conversation_summary.is_some()
-            && src.conversation_summary != meta.conversation_summary)
-        || (src.files_touched.is_some() && src.files_touched != meta.files_touched)
-        || (src.next_steps.is_some() && src.next_steps != meta.next_steps)
-        || tags.iter().any(|t| !meta.tags().contains(t));
-    if missing.is_empty() && !refresh {
-        return false;
+    if !missing.is_empty() {
+        meta.relationships
+            .get_or_insert_with(Vec::new)
+            .extend(missing);
     }
-    meta.relationships
-        .get_or_insert_with(Vec::new)
-        .extend(missing);
-    if meta.relationships.as_ref().is_some_and(Vec::is_empty) {
-        meta.relationships = None;
-    }
-    if src.git.is_some() {
+    if src.git.is_some() && src.git != meta.git {
         meta.git = src.git.clone();
     }
-    if src.conversation_summary.is_some() {
+    if src.conversation_summary.is_some() && src.conversation_summary != meta.conversation_summary {
         meta.conversation_summary = src.conversation_summary.clone();
     }
-    if src.files_touched.is_some() {
+    if src.files_touched.is_some() && src.files_touched != meta.files_touched {
         meta.files_touched = src.files_touched.clone();
     }
-    if src.next_steps.is_some() {
+    if src.next_steps.is_some() && src.next_steps != meta.next_steps {
         meta.next_steps = src.next_steps.clone();
     }
-    meta.add_tags(&tags);
-    true
+    let tags = src.tags();
+    if tags.iter().any(|t| !meta.tags().contains(t)) {
+        meta.add_tags(&tags);
+    }
+    // A title the source changed (a rename, a generated title) replaces the
+    // one it gave before; a title someone set in grove stays.
+    let recorded = meta
+        .metadata
+        .as_ref()
+        .and_then(|m| m.get("import")?.get(SOURCE_TITLE_KEY)?.as_str())
+        .map(str::to_string);
+    if recorded.as_deref() != Some(src.title.as_str()) && !src.title.is_empty() {
+        if recorded.is_none() || recorded.as_deref() == Some(meta.title.as_str()) {
+            meta.title = src.title.clone();
+        }
+        set_import(meta, SOURCE_TITLE_KEY, Value::from(src.title.clone()));
+    }
 }
 
-/// Where an import's trouble comes from: the source file recorded in
-/// `metadata.import.source`, and the first line of it holding `needle` (a
-/// record's id, a session id) — so a warning can say `file:line`.
-pub fn locate(meta: &ThreadMeta, needle: &str) -> Option<String> {
-    let source = meta
-        .metadata
-        .as_ref()?
-        .get("import")?
-        .get("source")?
-        .as_str()?;
-    let path = Path::new(source);
+/// `file:line` of the first line of `source` holding `needle` (a record's
+/// id, a session id), or the file alone.
+pub fn locate(source: &Path, needle: &str) -> String {
+    let name = source.display().to_string();
     if needle.is_empty() {
-        return Some(source.to_string());
+        return name;
     }
-    let file = std::fs::File::open(path).ok()?;
-    use std::io::BufRead;
+    let Ok(file) = std::fs::File::open(source) else {
+        return name;
+    };
     let mut reader = std::io::BufReader::new(file);
     let mut line = Vec::new();
     let mut number = 0u64;
-    while reader.read_until(b'\n', &mut line).ok()? > 0 {
+    while reader.read_until(b'\n', &mut line).unwrap_or(0) > 0 {
         number += 1;
         if memchr::memmem::find(&line, needle.as_bytes()).is_some() {
-            return Some(format!("{source}:{number}"));
+            return format!("{name}:{number}");
         }
         line.clear();
     }
-    Some(source.to_string())
+    name
 }

@@ -151,3 +151,112 @@ fn take_inline(img: &mut ImageBlock) -> Option<(Option<String>, String)> {
         });
     Some((mime, data))
 }
+
+/// Inline base64 payloads shorter than this are left where they are: a
+/// short string that happens to look like an image is not worth an asset.
+const INLINE_MIN: usize = 64;
+
+/// Moves every inline image found anywhere in `value` (a raw record kept
+/// beside a message, a tool result) into assets, leaving an `assetRef` in its
+/// place: Anthropic `{type: "image", source: {type: "base64", data}}`,
+/// `{base64, type | media_type}` (Claude Code's image reads), `image_url` /
+/// `data` holding a `data:` URL, and bare `data:image/…;base64,` strings.
+/// Data that does not decode stays as it is.
+pub fn take_inline_in_json(value: &mut Value) -> Vec<PendingAsset> {
+    let mut out = Vec::new();
+    walk_json(value, &mut out, 0);
+    out
+}
+
+fn walk_json(value: &mut Value, out: &mut Vec<PendingAsset>, depth: usize) {
+    if depth > 64 {
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            take_in_object(map, out);
+            for v in map.values_mut() {
+                walk_json(v, out, depth + 1);
+            }
+        }
+        Value::Array(items) => {
+            for v in items {
+                walk_json(v, out, depth + 1);
+            }
+        }
+        Value::String(s) if s.starts_with("data:image/") && s.len() >= INLINE_MIN => {
+            if let Some(asset) = decode(s, None) {
+                *value = serde_json::json!({"assetRef": asset.name, "mimeType": mime_of(s)});
+                out.push(asset);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The object-shaped cases: the payload key is replaced by `assetRef`.
+fn take_in_object(map: &mut serde_json::Map<String, Value>, out: &mut Vec<PendingAsset>) {
+    let str_of = |m: &serde_json::Map<String, Value>, k: &str| {
+        m.get(k).and_then(Value::as_str).map(str::to_string)
+    };
+    // Anthropic: {type: "image", source: {type: "base64", media_type, data}}
+    if let Some(Value::Object(source)) = map.get("source")
+        && source.get("type").and_then(Value::as_str) == Some("base64")
+        && let Some(data) = source.get("data").and_then(Value::as_str)
+        && data.len() >= INLINE_MIN
+    {
+        let mime = str_of(source, "media_type");
+        if let Some(asset) = decode(data, mime.as_deref()) {
+            map.remove("source");
+            map.insert("assetRef".into(), Value::from(asset.name.clone()));
+            map.insert(
+                "mimeType".into(),
+                Value::from(mime.unwrap_or_else(|| "application/octet-stream".into())),
+            );
+            out.push(asset);
+        }
+        return;
+    }
+    for key in ["base64", "data", "image_url", "url"] {
+        let Some(data) = map.get(key).and_then(Value::as_str) else {
+            continue;
+        };
+        if data.len() < INLINE_MIN || (key != "base64" && !data.starts_with("data:")) {
+            continue;
+        }
+        let mime = str_of(map, "mimeType")
+            .or_else(|| str_of(map, "media_type"))
+            .or_else(|| str_of(map, "type").filter(|t| t.contains('/')));
+        let mime = mime.or_else(|| data.starts_with("data:").then(|| mime_of(data)));
+        if let Some(asset) = decode(data, mime.as_deref()) {
+            map.remove(key);
+            map.insert("assetRef".into(), Value::from(asset.name.clone()));
+            if !map.contains_key("mimeType") {
+                map.insert(
+                    "mimeType".into(),
+                    Value::from(mime.unwrap_or_else(|| "application/octet-stream".into())),
+                );
+            }
+            out.push(asset);
+        }
+    }
+}
+
+fn mime_of(data_url: &str) -> String {
+    split_data_url(data_url)
+        .0
+        .unwrap_or("application/octet-stream")
+        .to_string()
+}
+
+fn decode(payload: &str, mime: Option<&str>) -> Option<PendingAsset> {
+    let (url_mime, b64) = split_data_url(payload);
+    let mime = mime.or(url_mime).unwrap_or("application/octet-stream");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(b64.trim())
+        .ok()?;
+    Some(PendingAsset {
+        name: asset_name(&bytes, mime),
+        bytes,
+    })
+}

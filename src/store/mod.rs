@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 pub use assets::{
     PendingAsset, asset_name, extension_for_mime, extract_inline_images, store_asset,
-    take_inline_image, take_inline_images,
+    take_inline_image, take_inline_images, take_inline_in_json,
 };
 pub use id::{new_thread_id, validate_thread_id};
 pub use reader::MessageReader;

@@ -399,6 +399,17 @@ impl ThreadLock<'_> {
         messages: Vec<Message>,
         options: AppendOptions,
     ) -> Result<Vec<Appended>> {
+        self.append_all_then(messages, options, |_| {})
+    }
+
+    /// [`ThreadLock::append_all`], with `change` applied to `thread.json` in
+    /// the same write (an importer records how far into its source it got).
+    pub fn append_all_then(
+        &self,
+        messages: Vec<Message>,
+        options: AppendOptions,
+        change: impl FnOnce(&mut ThreadMeta),
+    ) -> Result<Vec<Appended>> {
         let thread = self.thread;
         let path = thread.messages_path();
         let mut meta = self.meta()?;
@@ -448,6 +459,7 @@ impl ThreadLock<'_> {
             meta.updated_at = last.timestamp.clone();
         }
         set_recorded_length(&mut meta, clean_len + bytes.len() as u64);
+        change(&mut meta);
         let meta_error = self.save(&mut meta).err();
         let count = prepared.len();
         let mut out = Vec::with_capacity(count);

@@ -10,8 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use grove::atsf::{Config, ThreadMeta};
-use grove::import::{self, Summary};
-use grove::store::Store;
+use grove::import;
 use proptest::prelude::*;
 use proptest::test_runner::{Config as Budget, RngSeed, TestRunner};
 use serde_json::Value;
@@ -309,14 +308,6 @@ fn line_changes() -> impl Strategy<Value = Vec<LineChange>> {
     proptest::collection::vec(line_change(), 1..6)
 }
 
-/// Writes what an importer produced, so the writer's paths run too.
-fn write_all(threads: Vec<import::ImportedThread>, root: &Path) {
-    let store = Store::for_project(root);
-    for t in threads {
-        let _ = import::write(&store, t, &mut Summary::default());
-    }
-}
-
 const THREAD: &str = "atsf/unknown-fields/.agent/threads/u-1/thread.json";
 
 #[test]
@@ -385,12 +376,10 @@ fn show_and_export_never_panic_on_mutated_threads() {
         .unwrap();
 }
 
-/// Runs `import` over mutated copies of a format's fixture files.
-fn importer_never_panics(
-    cases: u32,
-    files: &[(&str, &str)],
-    import: impl Fn(&Path, &mut Summary) -> grove::Result<Vec<import::ImportedThread>>,
-) {
+/// Imports mutated copies of a format's fixture files (the paths under the
+/// copy in `entries`) through the whole pipeline, writer included.
+fn importer_never_panics(cases: u32, format: &str, files: &[(&str, &str)], entries: &[&str]) {
+    let format = import::format(format).unwrap();
     let docs: Vec<(String, bool, Vec<Value>)> = files
         .iter()
         .map(|(from, _)| {
@@ -427,12 +416,11 @@ fn importer_never_panics(
                     };
                     std::fs::write(&path, text).unwrap();
                 }
-                let mut summary = Summary::default();
-                if let Ok(threads) = import(tmp.path(), &mut summary) {
-                    let out = tmp.path().join("out");
-                    std::fs::create_dir_all(&out).unwrap();
-                    write_all(threads, &out);
-                }
+                let out = tmp.path().join("out");
+                std::fs::create_dir_all(&out).unwrap();
+                let paths: Vec<std::path::PathBuf> =
+                    entries.iter().map(|e| tmp.path().join(e)).collect();
+                let _ = import::run(format, &paths, &import::Destination::Root(out));
                 Ok(())
             },
         )
@@ -443,6 +431,7 @@ fn importer_never_panics(
 fn the_claude_and_sage_importers_never_panic() {
     importer_never_panics(
         96,
+        "claude",
         &[
             (
                 "claude/branching/7b1e0c2a-0000-4000-8000-000000000001.jsonl",
@@ -453,17 +442,11 @@ fn the_claude_and_sage_importers_never_panic() {
                 "t.jsonl",
             ),
         ],
-        |dir, summary| {
-            let mut out = grove::import::claude::import_file(&dir.join("s.jsonl"), summary)?;
-            out.extend(grove::import::claude::import_file(
-                &dir.join("t.jsonl"),
-                summary,
-            )?);
-            Ok(out)
-        },
+        &["s.jsonl", "t.jsonl"],
     );
     importer_never_panics(
         96,
+        "sage",
         &[
             (
                 "sage/.sage/sessions/session-123/messages.jsonl",
@@ -478,7 +461,7 @@ fn the_claude_and_sage_importers_never_panic() {
                 "s/snapshots.jsonl",
             ),
         ],
-        |dir, summary| grove::import::sage::import_session(&dir.join("s"), summary),
+        &["s"],
     );
 }
 
@@ -486,31 +469,27 @@ fn the_claude_and_sage_importers_never_panic() {
 fn the_codex_amp_and_hq_importers_never_panic() {
     importer_never_panics(
         96,
+        "codex",
         &[(
             "codex/sessions/2025/10/29/rollout-2025-10-29T00-59-38-019a2d7a-41c4-78b1-b7cc-a45d62a89cd5.jsonl",
             "rollout-x.jsonl",
         )],
-        |dir, summary| {
-            grove::import::codex::import_file(&dir.join("rollout-x.jsonl"), summary)
-                .map(Vec::from_iter)
-        },
+        &["rollout-x.jsonl"],
     );
     importer_never_panics(
         96,
+        "amp",
         &[("amp/T-5928a90d-d53b-488f-a829-4e36442142ee.json", "t.json")],
-        |dir, summary| {
-            grove::import::amp::import_file(&dir.join("t.json"), summary).map(Vec::from_iter)
-        },
+        &["t.json"],
     );
     importer_never_panics(
         96,
+        "hq",
         &[(
             "hq/workspace/threads/T-20260123-143052-mrr-report.json",
             "t.json",
         )],
-        |dir, summary| {
-            grove::import::hq::import_file(&dir.join("t.json"), summary).map(Vec::from_iter)
-        },
+        &["t.json"],
     );
 }
 
@@ -544,7 +523,5 @@ fn the_dagent_importer_never_panics() {
         .iter()
         .map(|(a, b)| (a.as_str(), b.as_str()))
         .collect();
-    importer_never_panics(96, &refs, |dir, summary| {
-        grove::import::dagent::import_dir(dir, summary)
-    });
+    importer_never_panics(96, "dagent", &refs, &["features"]);
 }

@@ -135,16 +135,17 @@ pub(crate) fn tool_call(
 }
 
 /// Anthropic-style message content (Claude Code, Amp): a string, or blocks
-/// `text`, `thinking`, `image` (base64 `source`, stored as an asset when
-/// written), `tool_use` (made into a call by `tool_use`), `tool_result`
-/// (joined elsewhere; counted), anything else kept whole. Returns the
-/// blocks, the calls, and how many tool results there were.
+/// `text`, `thinking` (its `signature` kept: a conversation continues with
+/// it), `image` (base64 `source`, stored as an asset when written),
+/// `tool_use` (made into a call by `tool_use`), `tool_result` (joined
+/// elsewhere; counted), anything else kept whole. Fields a block has beyond
+/// those grove maps stay on the block. Returns the blocks, the calls, and
+/// how many tool results there were.
 pub(crate) fn anthropic_content(
     content: Option<&serde_json::Value>,
     mut tool_use: impl FnMut(&serde_json::Value) -> crate::atsf::ToolCall,
 ) -> (Vec<ContentBlock>, Vec<crate::atsf::ToolCall>, usize) {
     use serde_json::Value;
-    let str_of = |b: &Value, k: &str| b.get(k).and_then(Value::as_str).map(str::to_string);
     let mut out = Vec::new();
     let mut calls = Vec::new();
     let mut results = 0;
@@ -152,36 +153,68 @@ pub(crate) fn anthropic_content(
         Some(Value::String(s)) => out.push(ContentBlock::text(s.clone())),
         Some(Value::Array(blocks)) => {
             for b in blocks {
-                match b.get("type").and_then(Value::as_str) {
-                    Some("text") => {
-                        out.push(ContentBlock::text(str_of(b, "text").unwrap_or_default()))
-                    }
-                    Some("thinking") => out.push(ContentBlock::Thinking {
-                        text: str_of(b, "thinking")
-                            .or_else(|| str_of(b, "text"))
-                            .unwrap_or_default(),
-                        extra: atsf::Extra::new(),
-                    }),
-                    Some("image") => {
-                        let src = b.get("source").cloned().unwrap_or(Value::Null);
-                        out.push(ContentBlock::Image(atsf::ImageBlock {
-                            asset_ref: None,
-                            mime_type: str_of(&src, "media_type"),
-                            data: str_of(&src, "data"),
-                            extra: atsf::Extra::new(),
-                        }));
-                    }
+                let Value::Object(map) = b else {
+                    continue;
+                };
+                match map.get("type").and_then(Value::as_str) {
                     Some("tool_use") => calls.push(tool_use(b)),
                     Some("tool_result") => results += 1,
-                    _ => {
-                        if let Value::Object(map) = b {
-                            out.push(ContentBlock::Unknown(map.clone()));
-                        }
-                    }
+                    _ => out.push(anthropic_block(map)),
                 }
             }
         }
         _ => {}
     }
     (out, calls, results)
+}
+
+/// One Anthropic content block (not a tool use or result) as ATSF.
+pub(crate) fn anthropic_block(map: &serde_json::Map<String, serde_json::Value>) -> ContentBlock {
+    use serde_json::Value;
+    let mut rest = map.clone();
+    rest.remove("type");
+    let take = |rest: &mut serde_json::Map<String, Value>, k: &str| match rest.remove(k) {
+        Some(Value::String(s)) => Some(s),
+        Some(other) => {
+            rest.insert(k.to_string(), other);
+            None
+        }
+        None => None,
+    };
+    match map.get("type").and_then(Value::as_str) {
+        Some("text") => {
+            let text = take(&mut rest, "text").unwrap_or_default();
+            ContentBlock::Text { text, extra: rest }
+        }
+        Some("thinking") => {
+            let text = take(&mut rest, "thinking")
+                .or_else(|| take(&mut rest, "text"))
+                .unwrap_or_default();
+            ContentBlock::Thinking { text, extra: rest }
+        }
+        Some("image") => {
+            let mut source = match rest.remove("source") {
+                Some(Value::Object(s)) => s,
+                Some(other) => {
+                    rest.insert("source".into(), other);
+                    serde_json::Map::new()
+                }
+                None => serde_json::Map::new(),
+            };
+            let mime = take(&mut source, "media_type");
+            // A URL source stays a URL: the writer keeps it as a placeholder.
+            let data = take(&mut source, "data").or_else(|| take(&mut source, "url"));
+            source.remove("type");
+            if !source.is_empty() {
+                rest.insert("source".into(), Value::Object(source));
+            }
+            ContentBlock::Image(atsf::ImageBlock {
+                asset_ref: None,
+                mime_type: mime,
+                data,
+                extra: rest,
+            })
+        }
+        _ => ContentBlock::Unknown(map.clone()),
+    }
 }

@@ -26,6 +26,7 @@ mod common;
 mod cursor;
 pub mod dagent;
 pub mod hq;
+mod lines;
 pub mod sage;
 mod tree;
 mod write;
@@ -116,11 +117,31 @@ impl ImportedThread {
 #[serde(rename_all = "camelCase")]
 pub struct Summary {
     pub threads: Vec<ThreadOutcome>,
+    /// How each source was read.
+    pub sources: Vec<SourceOutcome>,
     /// Source records per kind: how many were mapped, joined, kept raw, skipped.
     pub records: BTreeMap<String, RecordCounts>,
     /// What could not be imported as it was, each naming its `file:line`
     /// (a malformed line, a placeholder, a session that was not imported).
     pub errors: Vec<String>,
+}
+
+/// How one source was read.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceOutcome {
+    pub path: PathBuf,
+    /// `whole` (from its start), `tail` (only what follows the last
+    /// import), or `unchanged` (nothing new since: not read).
+    pub read: &'static str,
+    /// Where reading started (bytes).
+    pub from: u64,
+    /// Where the next import will start, when the source can be resumed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<u64>,
+    /// Why the whole source was read although a cursor existed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restarted: Option<String>,
 }
 
 /// Counts for one kind of source record.
@@ -285,6 +306,13 @@ fn import_source(
     if let Some(v) = &valid
         && v.len == v.resume.offset
     {
+        summary.sources.push(SourceOutcome {
+            path: source.to_path_buf(),
+            read: "unchanged",
+            from: v.len,
+            next: Some(v.len),
+            restarted: None,
+        });
         return unchanged(&v.threads, summary);
     }
     let errors_before = summary.errors.len();
@@ -295,14 +323,23 @@ fn import_source(
     let mut attempt = attempt(format, source, destination, summary, from.as_ref());
     let mut tries = 1;
     let mut started = valid.filter(|_| from.is_some());
-    while let Err(Error::Restart(_)) = attempt
+    let mut restarted = None;
+    while let Err(Error::Restart(why)) = &attempt
         && tries < 3
     {
+        restarted = Some(why.clone());
         started = None;
         tries += 1;
         attempt = self::attempt(format, source, destination, summary, None);
     }
     let (resume, mut written) = attempt?;
+    summary.sources.push(SourceOutcome {
+        path: source.to_path_buf(),
+        read: if started.is_some() { "tail" } else { "whole" },
+        from: started.as_ref().map_or(0, |v| v.resume.offset),
+        next: resume.as_ref().map(|r| r.offset),
+        restarted,
+    });
     let Some(cursor) = cursor else {
         return Ok(());
     };

@@ -115,6 +115,40 @@ fn hex16(bytes: &[u8]) -> String {
         .collect()
 }
 
+/// A record of a tree-shaped transcript, as [`shape`] needs it.
+pub(super) trait Node {
+    fn uuid(&self) -> Option<&str>;
+    fn parent(&self) -> Option<&str>;
+    fn sidechain(&self) -> bool;
+    /// A prompt or a reply: what makes a branch a fork.
+    fn substantive(&self) -> bool;
+    /// Line number in the file.
+    fn line(&self) -> u64;
+    /// Normalized timestamp, when it has one.
+    fn time(&self) -> Option<String>;
+}
+
+impl Node for Record {
+    fn uuid(&self) -> Option<&str> {
+        Record::uuid(self)
+    }
+    fn parent(&self) -> Option<&str> {
+        Record::parent(self)
+    }
+    fn sidechain(&self) -> bool {
+        Record::sidechain(self)
+    }
+    fn substantive(&self) -> bool {
+        Record::substantive(self)
+    }
+    fn line(&self) -> u64 {
+        self.line
+    }
+    fn time(&self) -> Option<String> {
+        self.timestamp()
+    }
+}
+
 /// How a transcript's records divide into threads.
 pub(super) struct Shape {
     /// The conversation's records: its chain and every record no other
@@ -126,19 +160,27 @@ pub(super) struct Shape {
     pub sidechains: Vec<(String, Vec<usize>)>,
 }
 
-/// Divides `records`. The conversation is the chain that ends at the newest
-/// leaf; another branch holding a prompt or a reply is a fork (leaves of one
+/// Divides `records`. The conversation is the chain through the last prompt
+/// or reply written (and on to the newest leaf below it): a hook's progress
+/// record written later on another branch never takes the conversation
+/// away. Another branch holding a prompt or a reply is a fork (leaves of one
 /// branch make one fork); sidechains group by their root. In a subagent file
 /// (`agent_file`) every record is a sidechain and all of them are the
 /// conversation.
-pub(super) fn shape(records: &[Record], agent_file: bool) -> Shape {
+pub(super) fn shape<N: Node>(records: &[N], agent_file: bool) -> Shape {
     // The tree.
     let by_uuid: HashMap<&str, usize> = records
         .iter()
         .enumerate()
         .filter_map(|(i, r)| r.uuid().map(|u| (u, i)))
         .collect();
-    let has_child: HashSet<&str> = records.iter().filter_map(Record::parent).collect();
+    let mut children: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, r) in records.iter().enumerate() {
+        if let Some(p) = r.parent() {
+            children.entry(p).or_default().push(i);
+        }
+    }
+    let has_child = |i: usize| records[i].uuid().is_some_and(|u| children.contains_key(u));
     let chain_to = |leaf: usize| -> Vec<usize> {
         let mut chain = vec![leaf];
         let mut seen = HashSet::from([leaf]);
@@ -154,16 +196,48 @@ pub(super) fn shape(records: &[Record], agent_file: bool) -> Shape {
         chain
     };
     // In a subagent file every record is a sidechain: it is the main line there.
-    let in_main = |r: &Record| r.uuid().is_some() && (agent_file || !r.sidechain());
+    let in_main = |r: &N| r.uuid().is_some() && (agent_file || !r.sidechain());
     let newest = |idx: &[usize]| -> Option<usize> {
         idx.iter()
             .copied()
-            .max_by_key(|&i| (records[i].timestamp(), records[i].line))
+            .max_by_key(|&i| (records[i].time(), records[i].line()))
     };
     let main_leaves: Vec<usize> = (0..records.len())
-        .filter(|&i| in_main(&records[i]) && !has_child.contains(records[i].uuid().unwrap_or("")))
+        .filter(|&i| in_main(&records[i]) && !has_child(i))
         .collect();
-    let main_chain: Vec<usize> = newest(&main_leaves).map(chain_to).unwrap_or_default();
+    // The newest leaf below the last prompt or reply; without any, the newest leaf.
+    let last_said = (0..records.len())
+        .rev()
+        .find(|&i| in_main(&records[i]) && records[i].substantive());
+    let main_leaf = match last_said {
+        Some(said) => {
+            let mut below = Vec::new();
+            let mut stack = vec![said];
+            let mut seen = HashSet::new();
+            while let Some(i) = stack.pop() {
+                if !seen.insert(i) {
+                    continue;
+                }
+                let kids: Vec<usize> = records[i]
+                    .uuid()
+                    .and_then(|u| children.get(u))
+                    .map(|k| {
+                        k.iter()
+                            .copied()
+                            .filter(|&c| in_main(&records[c]))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if kids.is_empty() {
+                    below.push(i);
+                }
+                stack.extend(kids);
+            }
+            newest(&below)
+        }
+        None => newest(&main_leaves),
+    };
+    let main_chain: Vec<usize> = main_leaf.map(chain_to).unwrap_or_default();
     let main_set: HashSet<usize> = main_chain.iter().copied().collect();
 
     // Other branches: forks when they hold a prompt or a reply. Leaves of
@@ -176,7 +250,7 @@ pub(super) fn shape(records: &[Record], agent_file: bool) -> Shape {
         .copied()
         .filter(|l| !main_set.contains(l))
         .collect();
-    others.sort_by_key(|&i| std::cmp::Reverse((records[i].timestamp(), records[i].line)));
+    others.sort_by_key(|&i| std::cmp::Reverse((records[i].time(), records[i].line())));
     for leaf in others {
         let chain = chain_to(leaf);
         let Some(split) = chain.iter().rposition(|i| main_set.contains(i)) else {
@@ -218,24 +292,7 @@ pub(super) fn shape(records: &[Record], agent_file: bool) -> Shape {
         let mut roots: Vec<usize> = groups.keys().copied().collect();
         roots.sort();
         for root in roots {
-            let members = &groups[&root];
-            let leaves: Vec<usize> = members
-                .iter()
-                .copied()
-                .filter(|&i| !has_child.contains(records[i].uuid().unwrap_or("")))
-                .collect();
-            let chain: Vec<usize> = newest(&leaves)
-                .map(chain_to)
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|i| records[*i].sidechain())
-                .collect();
-            let in_chain: HashSet<usize> = chain.iter().copied().collect();
-            // Side branches of a sidechain stay in it, in file order.
-            let mut ordered: Vec<usize> = members.clone();
-            ordered.sort();
-            let mut all = chain;
-            all.extend(ordered.into_iter().filter(|i| !in_chain.contains(i)));
+            let mut all = groups[&root].clone();
             all.sort();
             claimed.extend(all.iter().copied());
             let root_uuid = records[root].uuid().unwrap_or("root").to_string();

@@ -29,6 +29,9 @@ pub const OFFSET_KEY: &str = "offset";
 /// `metadata.import` key: the title the source gave, to tell a title the
 /// source changed from one a person set.
 const SOURCE_TITLE_KEY: &str = "sourceTitle";
+/// `metadata.import` key: source records after the last message, kept until
+/// a message follows them.
+pub const WAITING_KEY: &str = "waiting";
 
 /// A thread begun in an [`Output`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +81,8 @@ struct ExistingThread {
     /// Incremental import: the offset the thread was at when begun.
     expected: Option<u64>,
     pushed: u64,
+    /// The source does not name the thread (`--into`).
+    keep_title: bool,
 }
 
 /// What a thread's log already holds: message ids and calls still pending.
@@ -172,9 +177,15 @@ impl<'a> Output<'a> {
                 self.into_used = true;
                 meta.thread_id = target.id().to_string();
                 meta.relationships = None;
-                // The thread keeps its own title.
-                meta.title = String::new();
-                return self.open_existing(target.clone(), meta);
+                let slot = self.open_existing(target.clone(), meta)?;
+                return Ok(match slot {
+                    Slot::Existing(mut t) => {
+                        // The thread keeps its own title.
+                        t.keep_title = true;
+                        Slot::Existing(t)
+                    }
+                    other => other,
+                });
             }
             other => Store::for_project(&other.root_for(&meta).unwrap_or_default()),
         };
@@ -239,6 +250,7 @@ impl<'a> Output<'a> {
             assets: Vec::new(),
             expected: self.resume_at,
             pushed: 0,
+            keep_title: false,
         })))
     }
 
@@ -461,13 +473,17 @@ impl ExistingThread {
     fn append(self: Box<Self>, offset: Option<u64>) -> Result<ThreadOutcome> {
         let ExistingThread {
             thread,
-            meta: source,
+            meta: mut source,
             known,
             mut fresh,
             assets,
             expected,
+            keep_title,
             ..
         } = *self;
+        if keep_title {
+            source.title.clear();
+        }
         let lock = thread.lock()?;
         let stored = lock.meta()?;
         // Someone appended since the log was read, or another import moved
@@ -721,6 +737,25 @@ fn refresh_from_source(meta: &mut ThreadMeta, src: &ThreadMeta) {
     let tags = src.tags();
     if tags.iter().any(|t| !meta.tags().contains(t)) {
         meta.add_tags(&tags);
+    }
+    // Records that wait for the next message are what the source has now.
+    let waiting = |m: &ThreadMeta| -> Option<Value> {
+        m.metadata
+            .as_ref()?
+            .get("import")?
+            .get(WAITING_KEY)
+            .cloned()
+    };
+    let now = waiting(src);
+    if now != waiting(meta) {
+        match now {
+            Some(v) => set_import(meta, WAITING_KEY, v),
+            None => {
+                if let Some(Value::Object(import)) = meta.metadata_mut().get_mut("import") {
+                    import.remove(WAITING_KEY);
+                }
+            }
+        }
     }
     // A title the source changed (a rename, a generated title) replaces the
     // one it gave before; a title someone set in grove stays.

@@ -221,7 +221,11 @@ fn take_in_object(map: &mut serde_json::Map<String, Value>, out: &mut Vec<Pendin
         let Some(data) = map.get(key).and_then(Value::as_str) else {
             continue;
         };
-        if data.len() < INLINE_MIN || (key != "base64" && !data.starts_with("data:")) {
+        // `data` holds bare base64 in an ATSF image block; elsewhere only a
+        // `data:` URL is taken for an image.
+        let atsf_image = key == "data" && map.get("type").and_then(Value::as_str) == Some("image");
+        if data.len() < INLINE_MIN || (key != "base64" && !atsf_image && !data.starts_with("data:"))
+        {
             continue;
         }
         let mime = str_of(map, "mimeType")

@@ -131,3 +131,385 @@ fn a_path_with_nothing_importable_says_what_layout_was_expected() {
         "nothing more was written"
     );
 }
+
+fn show_messages(sb: &Sandbox, dir: &Path, id: &str) -> Vec<serde_json::Value> {
+    json(&ok(sb.grove(dir).args(["show", id, "--json"])))["messages"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn import_json(sb: &Sandbox, dir: &Path, format: &str, path: &Path) -> serde_json::Value {
+    let out = run(sb.grove(dir).args(["import", format, "--json"]).arg(path));
+    assert!(
+        matches!(out.status.code(), Some(0 | 4)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(&String::from_utf8_lossy(&out.stdout))
+}
+
+fn first_text(m: &serde_json::Value) -> String {
+    m["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|b| b["text"].as_str())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// Messages that only stand for a record grove did not map.
+fn placeholders(messages: &[serde_json::Value]) -> usize {
+    messages
+        .iter()
+        .filter(|m| first_text(m).starts_with("[Claude Code"))
+        .count()
+}
+
+fn set_old(path: &Path) {
+    let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(two_hours_ago)
+        .unwrap();
+}
+
+const REAL_21: &str = "claude-cb88ae13-898d-4076-aeb5-bc37191c5d2e";
+const SHAPES_21: &str = "claude-5f1c2d3e-0000-4000-8000-0000000021a0";
+
+#[test]
+fn claude_2_1_transcripts_keep_every_prompt_and_call_and_hardly_a_placeholder() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let src = sb.path().join("v2.1");
+    copy_tree(&fixtures().join("claude/v2.1"), &src);
+    let out = import_json(&sb, &repo, "claude", &src);
+    assert!(out["errors"].as_array().unwrap().is_empty(), "{out}");
+
+    // The real 2.1.14 session: its prompt, its four calls with their results.
+    let real = show_messages(&sb, &repo, REAL_21);
+    assert_eq!(real[0]["role"], "user");
+    let calls: Vec<&serde_json::Value> = real
+        .iter()
+        .flat_map(|m| m["toolCalls"].as_array().into_iter().flatten())
+        .collect();
+    assert_eq!(calls.len(), 4);
+    assert!(calls.iter().all(|c| c["status"] == "completed"));
+    // One API response in two records (msg_01GZib…) counts its usage once.
+    let output: u64 = real
+        .iter()
+        .filter_map(|m| m["tokens"]["output"].as_u64())
+        .sum();
+    assert_eq!(output, 1 + 25 + 1 + 25 + 1 + 2);
+    // The stop hook's feedback is not the user speaking.
+    assert!(
+        real.iter()
+            .any(|m| m["role"] == "system" && first_text(m).starts_with("Stop hook feedback"))
+    );
+    assert_eq!(real[0]["claudeRecords"][0]["type"], "queue-operation");
+
+    let shapes = show_messages(&sb, &repo, SHAPES_21);
+    let all = real.len() + shapes.len();
+    assert!(
+        placeholders(&real) + placeholders(&shapes) <= all * 2 / 100,
+        "at most 2% placeholders"
+    );
+    assert_eq!(placeholders(&shapes), 0);
+}
+
+#[test]
+fn claude_2_1_records_map_to_conversation_or_travel_with_a_message() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let src = sb.path().join("v2.1");
+    copy_tree(&fixtures().join("claude/v2.1"), &src);
+    let file = src.join("5f1c2d3e-0000-4000-8000-0000000021a0.jsonl");
+    set_old(&file);
+    let out = import_json(&sb, &repo, "claude", &file);
+    assert_eq!(
+        out["records"]["summary"]["skipped"], 1,
+        "another session's summary"
+    );
+    let row = row_of(&sb, &repo, SHAPES_21);
+    assert_eq!(
+        row["title"], "cart-coupon-fix",
+        "the name given with /rename"
+    );
+    let m = show_messages(&sb, &repo, SHAPES_21);
+    let by_id = |id: &str| m.iter().find(|x| x["id"] == id).unwrap().clone();
+    let texts: Vec<String> = m.iter().map(first_text).collect();
+    assert!(
+        !texts
+            .iter()
+            .any(|t| t.contains("Refactor the payment gateway"))
+    );
+
+    // Thinking keeps its signature.
+    let a1 = by_id("a-0001");
+    assert_eq!(a1["content"][0]["type"], "thinking");
+    assert!(
+        a1["content"][0]["signature"]
+            .as_str()
+            .unwrap()
+            .starts_with("EqQB")
+    );
+    // One response in three records: usage on the first only.
+    assert_eq!(a1["tokens"]["input"], 3);
+    assert!(by_id("a-0002")["tokens"].is_null());
+    assert!(by_id("a-0003")["tokens"].is_null());
+    let input: u64 = m.iter().filter_map(|x| x["tokens"]["input"].as_u64()).sum();
+    assert_eq!(input, 3 + 1 + 1 + 1 + 1 + 2 + 1 + 5);
+
+    // The screenshot in a tool result is an asset referenced from the call.
+    let shot = &by_id("a-0005")["toolCalls"][0];
+    assert_eq!(shot["output"], "Took the screenshot of the current page.");
+    let image = &shot["outputContent"][1];
+    assert_eq!(image["type"], "image");
+    let asset = image["assetRef"].as_str().unwrap();
+    let dir = repo.join(".agent/threads").join(SHAPES_21);
+    assert!(dir.join("assets").join(asset).is_file());
+    assert_eq!(shot["toolUseResult"][1]["assetRef"], asset);
+    let read = &by_id("a-0006")["toolCalls"][0];
+    assert!(read["toolUseResult"]["file"]["assetRef"].is_string());
+    // No image data stays inline anywhere in the log.
+    let log = std::fs::read_to_string(dir.join("messages.jsonl")).unwrap();
+    assert!(!log.contains("iVBORw0KGgo"), "base64 left in the log");
+
+    // What the user typed while the agent worked is a prompt.
+    let queued = by_id("q-0001");
+    assert_eq!(queued["role"], "user");
+    assert_eq!(first_text(&queued), "also add a test for it");
+    // An API error and a compaction are said by the system.
+    assert_eq!(
+        first_text(&by_id("s-0001")),
+        "API error 529: Overloaded (retry 1 of 10)"
+    );
+    assert_eq!(by_id("s-0001")["role"], "system");
+    assert_eq!(by_id("u-0007")["role"], "system", "isCompactSummary");
+    assert!(first_text(&by_id("c-0001")).starts_with("Conversation compacted (manual"));
+    // Bookkeeping travels on the next message.
+    let kinds = |x: &serde_json::Value| -> Vec<String> {
+        x["claudeRecords"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|r| r["type"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        kinds(&by_id("u-0001")),
+        ["file-history-snapshot", "permission-mode", "progress"]
+    );
+    assert!(kinds(&queued).contains(&"last-prompt".to_string()));
+    assert!(kinds(&queued).contains(&"ai-title".to_string()));
+    assert_eq!(
+        kinds(&by_id("c-0001")),
+        ["mode", "worktree-state", "pr-link"]
+    );
+    let subtypes: Vec<&str> = queued["claudeRecords"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["subtype"].as_str())
+        .collect();
+    assert_eq!(subtypes, ["stop_hook_summary", "turn_duration"]);
+    assert_eq!(placeholders(&m), 0);
+    // The records after the last message wait on the thread for the next one.
+    let meta = read_json(&dir.join("thread.json"));
+    let waiting: Vec<&str> = meta["metadata"]["import"]["waiting"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(waiting, ["custom-title", "summary"]);
+    // Every call has its result and its duration.
+    for x in &m {
+        for c in x["toolCalls"].as_array().into_iter().flatten() {
+            assert_eq!(c["status"], "completed", "{c}");
+            assert!(c["duration"].as_u64().is_some(), "{c}");
+        }
+    }
+}
+
+/// What a thread says, without what differs between two imports of the same
+/// source (when it was imported).
+fn conversation(sb: &Sandbox, dir: &Path, id: &str) -> Vec<serde_json::Value> {
+    show_messages(sb, dir, id)
+}
+
+#[test]
+fn importing_line_by_line_reads_only_new_lines_and_gives_the_same_thread() {
+    for (name, id) in [
+        ("5f1c2d3e-0000-4000-8000-0000000021a0.jsonl", SHAPES_21),
+        ("cb88ae13-898d-4076-aeb5-bc37191c5d2e.jsonl", REAL_21),
+    ] {
+        let text = std::fs::read_to_string(fixtures().join("claude/v2.1").join(name)).unwrap();
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+
+        // All at once.
+        let whole = Sandbox::new();
+        let whole_repo = whole.repo("r");
+        let file = whole.dir("src").join(name);
+        std::fs::write(&file, &text).unwrap();
+        import_json(&whole, &whole_repo, "claude", &file);
+        let expected = conversation(&whole, &whole_repo, id);
+
+        // One line at a time, as a hook importing after every record would.
+        let sb = Sandbox::new();
+        let repo = sb.repo("r");
+        let file = sb.dir("src").join(name);
+        let mut tails = 0;
+        for n in 1..=lines.len() {
+            std::fs::write(&file, lines[..n].concat()).unwrap();
+            let out = import_json(&sb, &repo, "claude", &file);
+            let source = &out["sources"][0];
+            if source["read"] == "tail" {
+                tails += 1;
+                assert!(source["from"].as_u64().unwrap() > 0);
+            }
+            assert!(source["restarted"].is_null(), "line {n}: {source}");
+        }
+        assert!(tails > lines.len() / 2, "{name}: {tails} tails");
+        let got = conversation(&sb, &repo, id);
+        assert_eq!(got.len(), expected.len(), "{name}");
+        for (a, b) in got.iter().zip(&expected) {
+            assert_eq!(a, b, "{name}");
+        }
+        let meta = |sb: &Sandbox, repo: &Path| {
+            let m = read_json(&repo.join(".agent/threads").join(id).join("thread.json"));
+            (
+                m["title"].clone(),
+                m["stats"].clone(),
+                m["metadata"]["import"]["waiting"].clone(),
+                {
+                    let _ = sb;
+                },
+            )
+        };
+        assert_eq!(meta(&sb, &repo), meta(&whole, &whole_repo), "{name}");
+        // Nothing new: nothing read, nothing written.
+        let agent = repo.join(".agent");
+        let before = snapshot(&agent);
+        let out = import_json(&sb, &repo, "claude", &file);
+        assert_eq!(
+            snapshot(&agent),
+            before,
+            "{name}: re-import changes no byte"
+        );
+        assert_ne!(out["sources"][0]["read"], "whole");
+    }
+}
+
+#[test]
+fn a_rewritten_transcript_is_read_whole_again_and_nothing_is_duplicated() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let text = std::fs::read_to_string(
+        fixtures().join("claude/v2.1/cb88ae13-898d-4076-aeb5-bc37191c5d2e.jsonl"),
+    )
+    .unwrap();
+    let file = sb
+        .dir("src")
+        .join("cb88ae13-898d-4076-aeb5-bc37191c5d2e.jsonl");
+    std::fs::write(&file, &text).unwrap();
+    import_json(&sb, &repo, "claude", &file);
+    let count = show_messages(&sb, &repo, REAL_21).len();
+    // The same length, one byte changed early on: the prefix no longer hashes the same.
+    std::fs::write(&file, text.replacen("Read test.txt", "Read TEST.txt", 1)).unwrap();
+    let out = import_json(&sb, &repo, "claude", &file);
+    assert_eq!(out["sources"][0]["read"], "whole");
+    assert_eq!(show_messages(&sb, &repo, REAL_21).len(), count);
+    // Truncated (a rewrite): read whole, nothing lost or doubled.
+    let half: String = text.split_inclusive('\n').take(5).collect();
+    std::fs::write(&file, half).unwrap();
+    let out = import_json(&sb, &repo, "claude", &file);
+    assert_eq!(out["sources"][0]["read"], "whole");
+    assert_eq!(show_messages(&sb, &repo, REAL_21).len(), count);
+}
+
+#[test]
+fn a_call_stored_pending_gets_its_result_when_the_session_goes_on() {
+    let lines = |items: &[serde_json::Value]| -> String {
+        items.iter().map(|l| format!("{l}\n")).collect()
+    };
+    let base = serde_json::json!({"sessionId": "9e9e9e9e-0000-4000-8000-000000000012",
+        "cwd": "/w", "version": "2.1.200", "isSidechain": false});
+    let with = |mut v: serde_json::Value| {
+        for (k, x) in base.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        v
+    };
+    let first = [
+        with(
+            serde_json::json!({"type": "user", "uuid": "u1", "parentUuid": null,
+            "timestamp": "2026-03-01T10:00:00.000Z",
+            "message": {"role": "user", "content": "Run the tests"}}),
+        ),
+        with(
+            serde_json::json!({"type": "assistant", "uuid": "a1", "parentUuid": "u1",
+            "timestamp": "2026-03-01T10:00:02.000Z",
+            "message": {"id": "msg_1", "role": "assistant", "model": "claude-opus-4-6",
+                "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash",
+                    "input": {"command": "cargo test"}}]}}),
+        ),
+    ];
+    let rest = [
+        with(
+            serde_json::json!({"type": "user", "uuid": "u2", "parentUuid": "a1",
+            "timestamp": "2026-03-01T12:30:00.000Z",
+            "message": {"role": "user", "content": [{"type": "tool_result",
+                "tool_use_id": "toolu_1", "content": "test result: ok. 42 passed"}]},
+            "toolUseResult": {"stdout": "test result: ok. 42 passed", "stderr": ""}}),
+        ),
+        with(
+            serde_json::json!({"type": "assistant", "uuid": "a2", "parentUuid": "u2",
+            "timestamp": "2026-03-01T12:30:05.000Z",
+            "message": {"id": "msg_2", "role": "assistant", "model": "claude-opus-4-6",
+                "content": [{"type": "text", "text": "All 42 pass."}]}}),
+        ),
+    ];
+    let id = "claude-9e9e9e9e-0000-4000-8000-000000000012";
+    // Incremental (a cursor), then again from a fresh home (no cursor: the
+    // whole file, appended to the thread that has the call pending).
+    for fresh_home in [false, true] {
+        let sb = Sandbox::new();
+        let repo = sb.repo("r");
+        let file = sb
+            .dir("src")
+            .join("9e9e9e9e-0000-4000-8000-000000000012.jsonl");
+        std::fs::write(&file, lines(&first)).unwrap();
+        set_old(&file);
+        import_json(&sb, &repo, "claude", &file);
+        let before = show_messages(&sb, &repo, id);
+        assert_eq!(before[1]["toolCalls"][0]["status"], "pending");
+        std::fs::write(&file, lines(&first) + &lines(&rest)).unwrap();
+        if fresh_home {
+            std::fs::remove_dir_all(sb.grove_home().join("imports")).unwrap();
+        }
+        let out = import_json(&sb, &repo, "claude", &file);
+        assert_eq!(
+            out["sources"][0]["read"],
+            if fresh_home { "whole" } else { "tail" }
+        );
+        let m = show_messages(&sb, &repo, id);
+        assert_eq!(m.len(), 4, "{m:#?}");
+        let done = &m[2];
+        assert_eq!(done["role"], "agent");
+        assert_eq!(done["completesMessage"], "a1");
+        assert_eq!(done["toolCalls"][0]["toolCallId"], "toolu_1");
+        assert_eq!(done["toolCalls"][0]["status"], "completed");
+        assert_eq!(done["toolCalls"][0]["output"], "test result: ok. 42 passed");
+        assert_eq!(m[3]["id"], "a2");
+        // The call counts once.
+        assert_eq!(row_of(&sb, &repo, id)["stats"]["toolCallCount"], 1);
+        // Again: nothing more.
+        std::fs::remove_dir_all(sb.grove_home().join("imports")).ok();
+        import_json(&sb, &repo, "claude", &file);
+        assert_eq!(show_messages(&sb, &repo, id).len(), 4);
+    }
+}

@@ -1,0 +1,668 @@
+//! Claude Code session transcripts (`~/.claude/projects/<project>/<session>.jsonl`).
+//!
+//! Records form a tree through `parentUuid`. The conversation is the chain
+//! through the last prompt or reply; another branch that holds a prompt or
+//! a reply becomes a fork thread (relationships as `grove fork` writes
+//! them); branches holding only tool results or progress records are not
+//! forks (parallel tool calls share a parent) and stay in the conversation
+//! in file order. Sidechains (`isSidechain`) and subagent files
+//! (`agent-*.jsonl`, `<session>/subagents/`) become subagent threads with
+//! `mainThreadID`. How each record kind maps: see [`build`].
+//!
+//! A first import reads the file twice, holding one record at a time: once
+//! for the tree ([`index`]), once to write each thread. Later imports read
+//! only the lines after the last one taken, as long as they go on the
+//! conversation (a new branch, a sidechain, or a summary pointing back
+//! means the whole file is read again).
+
+mod build;
+mod index;
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+use self::build::{Builder, Carried, Results};
+use self::index::{Entry, Facts};
+use super::lines::{Lines, Reread};
+use super::tree::{link_fork, shape};
+use super::{Output, Resumable, Resume, is_live};
+use crate::atsf::{self, Agent, Context, Extra};
+use crate::error::{Error, IoContext, Result};
+
+/// Claude Code, as a [`super::Format`].
+pub struct Claude;
+
+impl super::Format for Claude {
+    fn name(&self) -> &'static str {
+        "claude"
+    }
+    fn about(&self) -> &'static str {
+        "Claude Code session transcripts"
+    }
+    fn layout(&self) -> &'static str {
+        "a session .jsonl, or a ~/.claude/projects/<project> directory holding them \
+         (with their agent-*.jsonl and <session>/subagents/ files)"
+    }
+    fn sources(&self, path: &Path) -> Result<Vec<PathBuf>> {
+        sources(path)
+    }
+    fn resumable(&self) -> Resumable {
+        Resumable::Lines
+    }
+    fn import(
+        &self,
+        source: &Path,
+        from: Option<&Resume>,
+        out: &mut Output,
+    ) -> Result<Option<Resume>> {
+        match from {
+            Some(from) => import_tail(source, from, out),
+            None => import_whole(source, out),
+        }
+    }
+}
+
+/// The source files under `path`: itself if a file; else its `*.jsonl` and
+/// those of `<dir>/*/subagents/`. Sessions first, subagent files after.
+pub fn sources(path: &Path) -> Result<Vec<PathBuf>> {
+    if path.is_file() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut files = Vec::new();
+    let jsonl = |dir: &Path, files: &mut Vec<PathBuf>| -> Result<()> {
+        for entry in std::fs::read_dir(dir).ctx("listing", dir)? {
+            let p = entry.ctx("listing", dir)?.path();
+            if p.is_file() && p.extension().is_some_and(|e| e == "jsonl") {
+                files.push(p);
+            }
+        }
+        Ok(())
+    };
+    jsonl(path, &mut files)?;
+    for entry in std::fs::read_dir(path).ctx("listing", path)? {
+        let sub = entry.ctx("listing", path)?.path().join("subagents");
+        if sub.is_dir() {
+            jsonl(&sub, &mut files)?;
+        }
+    }
+    files.sort_by_key(|p| (is_agent_file(p), p.clone()));
+    Ok(files)
+}
+
+fn is_agent_file(p: &Path) -> bool {
+    p.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("agent-"))
+        || p.parent()
+            .and_then(|d| d.file_name())
+            .is_some_and(|n| n == "subagents")
+}
+
+/// What the next import of a source needs (kept in its cursor).
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct State {
+    session: String,
+    agent_file: bool,
+    cwd: String,
+    branch: Option<String>,
+    version: Option<String>,
+    created: String,
+    /// The conversation's last records: (uuid, a prompt or reply), oldest first.
+    window: Vec<(String, bool)>,
+    #[serde(flatten)]
+    carried: Carried,
+}
+
+/// How many of the conversation's last records a cursor remembers: a new
+/// record must follow one of them (a result answers a call made a little
+/// earlier), or the whole file is read again.
+const WINDOW: usize = 512;
+
+/// The ids the thread of a session gets.
+struct Names {
+    session: String,
+    agent_file: bool,
+    main_id: String,
+}
+
+impl Names {
+    fn of(path: &Path, session: Option<&str>) -> Names {
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("session")
+            .to_string();
+        let session = session.unwrap_or(&stem).to_string();
+        let agent_file = is_agent_file(path);
+        let main_id = if agent_file {
+            format!("claude-{session}-{stem}")
+        } else {
+            format!("claude-{session}")
+        };
+        Names {
+            session,
+            agent_file,
+            main_id,
+        }
+    }
+}
+
+/// The results of the whole file, read again by offset.
+struct FileResults<'a> {
+    entries: &'a [Entry],
+    facts: &'a Facts,
+    reread: Reread,
+}
+
+impl Results for FileResults<'_> {
+    fn result(&mut self, id: &str) -> Result<Option<(Map<String, Value>, u64)>> {
+        let Some(&i) = self.facts.results.get(id) else {
+            return Ok(None);
+        };
+        let e = &self.entries[i];
+        Ok(self.reread.object(e.offset, e.len)?.map(|r| (r, e.offset)))
+    }
+    fn has_call(&self, id: &str) -> bool {
+        self.facts.calls.contains(id)
+    }
+}
+
+/// The results of the new records only, in memory.
+struct TailResults<'a> {
+    records: &'a [Map<String, Value>],
+    entries: &'a [Entry],
+    results: HashMap<String, usize>,
+    calls: HashSet<String>,
+}
+
+impl Results for TailResults<'_> {
+    fn result(&mut self, id: &str) -> Result<Option<(Map<String, Value>, u64)>> {
+        Ok(self
+            .results
+            .get(id)
+            .map(|&i| (self.records[i].clone(), self.entries[i].offset)))
+    }
+    fn has_call(&self, id: &str) -> bool {
+        self.calls.contains(id)
+    }
+}
+
+/// A whole transcript: the tree first, then each thread.
+fn import_whole(path: &Path, out: &mut Output) -> Result<Option<Resume>> {
+    let live = is_live(path);
+    let scan = scan(path, 0, 1, live, out)?;
+    let Scan {
+        entries,
+        end,
+        next_line,
+        facts,
+        ..
+    } = scan;
+    if !entries
+        .iter()
+        .any(|e| matches!(&*e.kind, "user" | "assistant"))
+    {
+        if !entries.is_empty() {
+            out.summary().skip(
+                "session",
+                "a transcript without a prompt or a reply (only bookkeeping records)".into(),
+            );
+        }
+        return Ok(None);
+    }
+    let names = Names::of(path, facts.session.as_deref());
+    let shape = shape(&entries, names.agent_file);
+    let mut reread = Reread::open(path)?;
+    let uuids: HashSet<String> = entries
+        .iter()
+        .filter_map(|e| e.uuid.as_deref().map(str::to_string))
+        .collect();
+    let mut results = FileResults {
+        entries: &entries,
+        facts: &facts,
+        reread: Reread::open(path)?,
+    };
+
+    // The conversation.
+    let meta = thread_meta(
+        &names.main_id,
+        "",
+        &facts,
+        &entries,
+        &shape.main_records,
+        path,
+        &names,
+    );
+    let main = out.begin(meta)?;
+    let mut builder = Builder::new(main, true, live, Carried::default());
+    builder.uuids = uuids.clone();
+    for &i in &shape.main_records {
+        if let Some(raw) = reread.object(entries[i].offset, entries[i].len)? {
+            builder.record(out, i, &entries[i], raw, &mut results)?;
+        }
+    }
+    let title = builder
+        .title()
+        .unwrap_or_else(|| format!("Claude Code session {}", short(&names.session)));
+    let title = if names.agent_file {
+        format!("Subagent: {title}")
+    } else {
+        title
+    };
+    let index_of = builder.index_of.clone();
+    let ended = builder.end(out);
+    let cut = ended.unconsumed.unwrap_or(end);
+    out.set_offset(cut);
+    let mut main_meta = out.meta_mut(main).cloned();
+    if let Some(m) = &mut main_meta {
+        m.title = title.clone();
+        set_waiting(m, ended.waiting);
+    }
+
+    // Forks: branches with a prompt or a reply of their own.
+    for (leaf, chain, split) in &shape.forks {
+        let leaf_uuid = entries[*leaf].uuid.as_deref().unwrap_or("leaf");
+        let id = format!("{}-fork-{leaf_uuid}", names.main_id);
+        let mut meta = thread_meta(
+            &id,
+            &atsf::fork_title(&title),
+            &facts,
+            &entries,
+            chain,
+            path,
+            &names,
+        );
+        if let Some(m) = &mut main_meta {
+            link_fork(
+                m,
+                &mut meta,
+                index_of.get(split).copied(),
+                entries[*leaf].time.as_deref().map(str::to_string),
+            );
+        }
+        let fork = out.begin(meta)?;
+        let mut b = Builder::new(fork, false, false, Carried::default());
+        b.uuids = uuids.clone();
+        for &i in chain {
+            if let Some(raw) = reread.object(entries[i].offset, entries[i].len)? {
+                b.record(out, i, &entries[i], raw, &mut results)?;
+            }
+        }
+        b.end(out);
+        out.finish(fork)?;
+    }
+    // Sidechains written into the session file (before subagent files).
+    for (root, members) in &shape.sidechains {
+        let id = format!("{}-side-{root}", names.main_id);
+        let mut meta = thread_meta(&id, "", &facts, &entries, members, path, &names);
+        meta.main_thread_id = Some(names.main_id.clone());
+        let side = out.begin(meta)?;
+        let mut b = Builder::new(side, false, live, Carried::default());
+        b.uuids = uuids.clone();
+        for &i in members {
+            if let Some(raw) = reread.object(entries[i].offset, entries[i].len)? {
+                b.record(out, i, &entries[i], raw, &mut results)?;
+            }
+        }
+        let sub_title = format!(
+            "Subagent: {}",
+            b.title().unwrap_or_else(|| "sidechain".into())
+        );
+        if let Some(m) = out.meta_mut(side) {
+            m.title = sub_title;
+        }
+        b.end(out);
+        out.finish(side)?;
+    }
+    if let (Some(m), Some(slot)) = (main_meta, out.meta_mut(main)) {
+        *slot = m;
+    }
+    out.finish(main)?;
+
+    if !shape.sidechains.is_empty() {
+        // Sidechains interleave with the conversation: read it all next time.
+        return Ok(None);
+    }
+    let window = window_of(&entries, &shape.main_records, cut);
+    let state = State {
+        session: names.session,
+        agent_file: names.agent_file,
+        cwd: facts.cwd.unwrap_or_default(),
+        branch: facts.branch,
+        version: facts.version,
+        created: first_time(&entries, &shape.main_records),
+        window,
+        carried: ended.carried,
+    };
+    Ok(Some(Resume {
+        offset: cut,
+        line: line_at(&entries, cut, next_line),
+        state: serde_json::to_value(state).unwrap_or(Value::Null),
+    }))
+}
+
+/// The lines after the last import: they must go on the conversation.
+fn import_tail(path: &Path, from: &Resume, out: &mut Output) -> Result<Option<Resume>> {
+    let state: State = serde_json::from_value(from.state.clone())
+        .map_err(|e| Error::Restart(format!("the cursor's state does not read: {e}")))?;
+    let live = is_live(path);
+    let Scan {
+        entries,
+        records,
+        end,
+        next_line,
+        ..
+    } = scan_keeping(path, from.offset, from.line, live, out)?;
+    if entries.is_empty() {
+        return Ok(Some(Resume {
+            offset: end,
+            line: next_line,
+            state: from.state.clone(),
+        }));
+    }
+    check_continues(&state, &entries)?;
+
+    let names = Names {
+        session: state.session.clone(),
+        agent_file: state.agent_file,
+        main_id: if state.agent_file {
+            let stem = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("session");
+            format!("claude-{}-{stem}", state.session)
+        } else {
+            format!("claude-{}", state.session)
+        },
+    };
+    let facts = Facts {
+        session: Some(state.session.clone()),
+        cwd: Some(state.cwd.clone()),
+        branch: state.branch.clone(),
+        version: state.version.clone(),
+        ..Facts::default()
+    };
+    let all: Vec<usize> = (0..entries.len()).collect();
+    let mut meta = thread_meta(&names.main_id, "", &facts, &entries, &all, path, &names);
+    meta.created_at = state.created.clone();
+    let main = out.begin(meta)?;
+    let mut builder = Builder::new(main, true, live, state.carried.clone());
+    builder.uuids = state
+        .window
+        .iter()
+        .map(|(u, _)| u.clone())
+        .chain(
+            entries
+                .iter()
+                .filter_map(|e| e.uuid.as_deref().map(str::to_string)),
+        )
+        .collect();
+    let mut results = TailResults {
+        records: &records,
+        entries: &entries,
+        results: HashMap::new(),
+        calls: HashSet::new(),
+    };
+    for (i, raw) in records.iter().enumerate() {
+        for id in index::result_ids(raw) {
+            results.results.entry(id.to_string()).or_insert(i);
+        }
+        for id in call_ids(raw) {
+            results.calls.insert(id);
+        }
+    }
+    for (i, e) in entries.iter().enumerate() {
+        builder.record(out, i, e, records[i].clone(), &mut results)?;
+    }
+    let title = builder
+        .title()
+        .unwrap_or_else(|| format!("Claude Code session {}", short(&names.session)));
+    let title = if names.agent_file {
+        format!("Subagent: {title}")
+    } else {
+        title
+    };
+    let ended = builder.end(out);
+    let cut = ended.unconsumed.unwrap_or(end);
+    out.set_offset(cut);
+    if let Some(m) = out.meta_mut(main) {
+        m.title = title;
+        set_waiting(m, ended.waiting);
+    }
+    out.finish(main)?;
+
+    let mut window = state.window;
+    window.extend(
+        entries
+            .iter()
+            .filter(|e| e.offset < cut)
+            .filter_map(|e| Some((e.uuid.as_deref()?.to_string(), e.substantive))),
+    );
+    let excess = window.len().saturating_sub(WINDOW);
+    window.drain(..excess);
+    let state = State {
+        window,
+        carried: ended.carried,
+        ..state
+    };
+    Ok(Some(Resume {
+        offset: cut,
+        line: line_at(&entries, cut, next_line),
+        state: serde_json::to_value(state).unwrap_or(Value::Null),
+    }))
+}
+
+/// The new records go on the conversation: each follows one of its last
+/// records, none starts a branch beside a later prompt or reply, none is a
+/// sidechain, and a summary names a record known here. Otherwise the whole
+/// file is read again.
+fn check_continues(state: &State, entries: &[Entry]) -> Result<()> {
+    let mut position: HashMap<&str, usize> = HashMap::new();
+    let mut last_said = None;
+    let mut n = 0;
+    for (u, said) in &state.window {
+        position.insert(u, n);
+        if *said {
+            last_said = Some(n);
+        }
+        n += 1;
+    }
+    for e in entries {
+        if e.sidechain && !state.agent_file {
+            return Err(Error::Restart("a sidechain record".into()));
+        }
+        if let Some(p) = e.parent.as_deref() {
+            let Some(&at) = position.get(p) else {
+                return Err(Error::Restart(format!(
+                    "line {} follows a record that is not among the conversation's last",
+                    e.line
+                )));
+            };
+            if e.substantive && last_said.is_some_and(|s| s > at) {
+                return Err(Error::Restart(format!("line {} starts a branch", e.line)));
+            }
+        }
+        if let Some(u) = e.uuid.as_deref() {
+            position.insert(u, n);
+            if e.substantive {
+                last_said = Some(n);
+            }
+            n += 1;
+        }
+    }
+    Ok(())
+}
+
+/// What a pass over the lines found.
+struct Scan {
+    entries: Vec<Entry>,
+    /// The records themselves, when kept (the new lines of a later import).
+    records: Vec<Map<String, Value>>,
+    facts: Facts,
+    /// Where the lines taken end.
+    end: u64,
+    next_line: u64,
+}
+
+/// Reads the lines from `offset` for the tree, one record at a time.
+fn scan(path: &Path, offset: u64, line: u64, live: bool, out: &mut Output) -> Result<Scan> {
+    scan_lines(path, offset, line, live, out, false)
+}
+
+/// [`scan`], keeping the records.
+fn scan_keeping(path: &Path, offset: u64, line: u64, live: bool, out: &mut Output) -> Result<Scan> {
+    scan_lines(path, offset, line, live, out, true)
+}
+
+fn scan_lines(
+    path: &Path,
+    offset: u64,
+    line: u64,
+    live: bool,
+    out: &mut Output,
+    keep: bool,
+) -> Result<Scan> {
+    let mut lines = Lines::open(path, offset, line)?;
+    let mut scan = Scan {
+        entries: Vec::new(),
+        records: Vec::new(),
+        facts: Facts::default(),
+        end: offset,
+        next_line: line.max(1),
+    };
+    while let Some(line) = lines.next_line()? {
+        if line.is_blank() {
+            if line.terminated {
+                scan.end = line.end();
+                scan.next_line = line.number + 1;
+            }
+            continue;
+        }
+        match line.object() {
+            Ok(raw) => {
+                let i = scan.entries.len();
+                scan.entries.push(index::entry(&line, &raw));
+                scan.facts.take(i, &raw);
+                if keep {
+                    scan.records.push(raw);
+                }
+            }
+            // The last line of a running session may still be written.
+            Err(_) if !line.terminated && live => break,
+            Err(e) => {
+                out.problem(Some(line.number), &e);
+                out.summary()
+                    .skip("malformed", "a line that is not a JSON object".into());
+            }
+        }
+        scan.end = line.end();
+        scan.next_line = line.number + 1;
+    }
+    Ok(scan)
+}
+
+fn call_ids(raw: &Map<String, Value>) -> Vec<String> {
+    index::blocks(raw)
+        .into_iter()
+        .flatten()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
+        .filter_map(|b| b.get("id").and_then(Value::as_str).map(str::to_string))
+        .collect()
+}
+
+/// The line number of the line at `offset`.
+fn line_at(entries: &[Entry], offset: u64, next_line: u64) -> u64 {
+    entries
+        .iter()
+        .find(|e| e.offset == offset)
+        .map_or(next_line, |e| e.line)
+}
+
+/// The conversation's last records before `cut`.
+fn window_of(entries: &[Entry], main: &[usize], cut: u64) -> Vec<(String, bool)> {
+    let mut window: Vec<(String, bool)> = main
+        .iter()
+        .map(|&i| &entries[i])
+        .filter(|e| e.offset < cut)
+        .filter_map(|e| Some((e.uuid.as_deref()?.to_string(), e.substantive)))
+        .collect();
+    let excess = window.len().saturating_sub(WINDOW);
+    window.drain(..excess);
+    window
+}
+
+fn first_time(entries: &[Entry], members: &[usize]) -> String {
+    members
+        .iter()
+        .find_map(|&i| entries[i].time.as_deref())
+        .map(str::to_string)
+        .unwrap_or_else(atsf::now_timestamp)
+}
+
+fn short(session: &str) -> String {
+    session.chars().take(8).collect()
+}
+
+/// Records after the conversation's last message, kept on the thread until
+/// a message follows them.
+fn set_waiting(meta: &mut atsf::ThreadMeta, waiting: Vec<Value>) {
+    let import = meta
+        .metadata_mut()
+        .entry("import")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if let Value::Object(map) = import {
+        if waiting.is_empty() {
+            map.remove(super::write::WAITING_KEY);
+        } else {
+            map.insert(super::write::WAITING_KEY.into(), Value::Array(waiting));
+        }
+    }
+}
+
+fn thread_meta(
+    id: &str,
+    title: &str,
+    facts: &Facts,
+    entries: &[Entry],
+    members: &[usize],
+    path: &Path,
+    names: &Names,
+) -> atsf::ThreadMeta {
+    let created = first_time(entries, members);
+    let mut meta = crate::threads::new_meta(
+        title,
+        "claude-code",
+        Context {
+            working_dir: facts.cwd.clone().unwrap_or_default(),
+            git_branch: facts.branch.clone(),
+            ..Context::default()
+        },
+    );
+    meta.thread_id = id.to_string();
+    meta.created_at = created.clone();
+    meta.updated_at = created;
+    meta.agent = Agent {
+        id: "claude-code".into(),
+        name: "Claude Code".into(),
+        version: facts.version.clone(),
+        protocol: None,
+        protocol_version: None,
+        extra: Extra::new(),
+    };
+    if names.agent_file {
+        meta.main_thread_id = Some(format!("claude-{}", names.session));
+    }
+    meta.metadata_mut().insert(
+        "import".into(),
+        json!({
+            "format": "claude",
+            "source": path,
+            "sourceId": names.session,
+            "importedAt": atsf::now_timestamp(),
+        }),
+    );
+    meta
+}

@@ -28,6 +28,7 @@ pub mod dagent;
 pub mod hq;
 mod lines;
 pub mod sage;
+mod stream;
 mod tree;
 mod write;
 

@@ -30,6 +30,7 @@ use crate::atsf::{
     self, ContentBlock, Extra, Message, Role, Tokens, ToolCall, ToolStatus, completion,
 };
 use crate::error::Result;
+use crate::import::stream::Stream;
 use crate::import::{Output, ThreadHandle};
 
 /// Where a tool call's result is found.
@@ -69,34 +70,17 @@ pub(super) const RANK_SUMMARY: u8 = 1;
 const RANK_AI: u8 = 2;
 const RANK_CUSTOM: u8 = 3;
 
-struct Held {
-    message: Message,
-    line: u64,
-    /// The first byte of the source this message took (its own record or
-    /// the first record it carries).
-    first_offset: u64,
-}
-
 /// Builds one thread.
 pub(super) struct Builder {
-    thread: ThreadHandle,
-    /// The conversation: records after its last message wait.
-    hold_trailing: bool,
-    /// The session may still be running: a reply whose tool calls have no
-    /// result yet waits for the next import.
-    live: bool,
-    waiting: Vec<(u64, Map<String, Value>)>,
-    queue: Vec<Held>,
+    stream: Stream,
     pub carried: Carried,
     api_seen: HashMap<String, u64>,
     /// Known uuids of this session (a summary's leaf must be one).
     pub uuids: HashSet<String>,
     /// Calls joined: (call id, offset of the result, message index).
     joined: Vec<(String, u64, u64)>,
-    pending_now: BTreeMap<String, (String, String, u64)>,
     /// Calls of earlier imports completed here: (call id, its entry, offset).
     completed: Vec<(String, (String, String), u64)>,
-    emitted: u64,
     /// Entry index → index of the message it went into.
     pub index_of: HashMap<usize, u64>,
 }
@@ -119,18 +103,12 @@ impl Builder {
     pub fn new(thread: ThreadHandle, hold_trailing: bool, live: bool, carried: Carried) -> Self {
         let api_seen = carried.api_ids.iter().map(|id| (id.clone(), 0)).collect();
         Builder {
-            thread,
-            hold_trailing,
-            live,
-            waiting: Vec::new(),
-            queue: Vec::new(),
+            stream: Stream::new(thread, "claudeRecords", hold_trailing, live),
             carried,
             api_seen,
             uuids: HashSet::new(),
             joined: Vec::new(),
-            pending_now: BTreeMap::new(),
             completed: Vec::new(),
-            emitted: 0,
             index_of: HashMap::new(),
         }
     }
@@ -271,7 +249,7 @@ impl Builder {
             if let Some((record, offset)) = results.result(&call.tool_call_id)? {
                 join_result(call, &record, e.time.as_deref(), Some(offset));
                 self.joined
-                    .push((call.tool_call_id.clone(), offset, self.emitted));
+                    .push((call.tool_call_id.clone(), offset, self.stream.next_index()));
             }
         }
         let mut m = self.message(e, Role::Agent, content, &raw);
@@ -420,7 +398,7 @@ impl Builder {
             (k, _, _) => k.to_string(),
         };
         out.summary().count(&label).joined += 1;
-        self.waiting.push((e.offset, raw));
+        self.stream.wait(e.offset, raw);
     }
 
     fn time(&self) -> String {
@@ -450,115 +428,18 @@ impl Builder {
         m
     }
 
-    /// Queues message `m` from entry `i`, with the records waiting before it.
-    fn emit(&mut self, out: &mut Output, i: usize, e: &Entry, mut m: Message) {
-        let mut first_offset = e.offset;
-        if !self.waiting.is_empty() {
-            first_offset = first_offset.min(self.waiting[0].0);
-            let records: Vec<Value> = self
-                .waiting
-                .drain(..)
-                .map(|(_, r)| Value::Object(r))
-                .collect();
-            m.extra
-                .insert("claudeRecords".into(), Value::Array(records));
-        }
-        self.index_of.insert(i, self.emitted);
-        self.emitted += 1;
-        self.queue.push(Held {
-            message: m,
-            line: e.line,
-            first_offset,
-        });
-        self.flush(out, false);
+    /// Sends message `m` from entry `i`, with the records waiting before it.
+    fn emit(&mut self, out: &mut Output, i: usize, e: &Entry, m: Message) {
+        self.index_of.insert(i, self.stream.next_index());
+        self.stream.emit(out, m, e.line, e.offset);
     }
 
-    /// Where the deferred part of the queue starts: the first reply whose
-    /// calls are still open, unless a prompt came after it.
-    fn deferred_from(&self) -> usize {
-        if !self.live {
-            return self.queue.len();
-        }
-        let Some(first) = self.queue.iter().position(|h| has_open_calls(&h.message)) else {
-            return self.queue.len();
-        };
-        let answered = self.queue[first + 1..]
-            .iter()
-            .any(|h| h.message.role == Role::User && !has_open_calls(&h.message));
-        if answered { self.queue.len() } else { first }
-    }
-
-    /// Pushes the queue but its last message (trailing records may still
-    /// join it) and what may yet be deferred.
-    fn flush(&mut self, out: &mut Output, all: bool) {
-        let keep = if all { 0 } else { 1 };
-        let upto = self
-            .deferred_from()
-            .min(self.queue.len().saturating_sub(keep));
-        let start = self.emitted - self.queue.len() as u64;
-        for (n, held) in self.queue.drain(..upto).enumerate() {
-            let index = start + n as u64;
-            for call in held.message.tool_calls.iter().flatten() {
-                if held.message.completes().is_none() && is_open(&call.status) {
-                    self.pending_now.insert(
-                        call.tool_call_id.clone(),
-                        (held.message.id.clone(), call.name.clone(), index),
-                    );
-                }
-            }
-            out.push(self.thread, held.message, Some(held.line));
-        }
-    }
-
-    /// Writes what is left: trailing records wait (the conversation) or join
-    /// the last message; a deferred tail is left for the next import.
-    pub fn end(mut self, out: &mut Output) -> Ended {
-        let mut waiting = Vec::new();
-        let mut unconsumed = None;
-        if !self.waiting.is_empty() {
-            if self.hold_trailing || self.queue.is_empty() {
-                unconsumed = Some(self.waiting[0].0);
-                waiting = self
-                    .waiting
-                    .drain(..)
-                    .map(|(_, r)| Value::Object(r))
-                    .collect();
-            } else if let Some(last) = self.queue.last_mut() {
-                let records: Vec<Value> = self
-                    .waiting
-                    .drain(..)
-                    .map(|(_, r)| Value::Object(r))
-                    .collect();
-                last.message
-                    .extra
-                    .insert("claudeRecordsAfter".into(), Value::Array(records));
-            }
-        }
-        let deferred = self.deferred_from();
-        let first_deferred_index = self.emitted - (self.queue.len() - deferred) as u64;
-        if deferred < self.queue.len() {
-            let from = self.queue[deferred].first_offset;
-            unconsumed = Some(unconsumed.map_or(from, |u: u64| u.min(from)));
-            let n = self.queue.len() - deferred;
-            for _ in 0..n {
-                out.summary().skip(
-                    "deferred",
-                    "the session is running and a tool call has no result yet; the next import brings it"
-                        .into(),
-                );
-            }
-            self.queue.truncate(deferred);
-            // What deferred messages carried waits with them.
-            waiting.clear();
-        }
-        self.flush(out, true);
-        let cut = unconsumed.unwrap_or(u64::MAX);
+    /// Writes what is left; what the next import needs to go on.
+    pub fn end(self, out: &mut Output) -> Ended {
+        let ended = self.stream.end(out, "deferred");
+        let cut = ended.unconsumed.unwrap_or(u64::MAX);
         let mut carried = self.carried;
-        for (id, (message, name, index)) in self.pending_now {
-            if index < first_deferred_index {
-                carried.pending.insert(id, (message, name));
-            }
-        }
+        carried.pending.extend(ended.open);
         // Completions not written after all: their calls are still pending.
         for (id, entry, at) in self.completed {
             if at >= cut {
@@ -574,7 +455,7 @@ impl Builder {
         joined.extend(
             self.joined
                 .iter()
-                .filter(|(_, at, index)| *at >= cut && *index < first_deferred_index)
+                .filter(|(_, at, index)| *at >= cut && *index < ended.written_below)
                 .map(|(id, at, _)| (id.clone(), *at)),
         );
         carried.joined = joined;
@@ -587,8 +468,8 @@ impl Builder {
         seen.sort();
         carried.api_ids = seen.into_iter().rev().take(64).map(|(_, id)| id).collect();
         Ended {
-            unconsumed,
-            waiting,
+            unconsumed: ended.unconsumed,
+            waiting: ended.waiting,
             carried,
         }
     }
@@ -605,14 +486,6 @@ impl Builder {
 
 fn attachment_kind(raw: &Map<String, Value>) -> Option<&str> {
     raw.get("attachment")?.get("type")?.as_str()
-}
-
-fn is_open(status: &ToolStatus) -> bool {
-    matches!(status, ToolStatus::Pending | ToolStatus::Running)
-}
-
-fn has_open_calls(m: &Message) -> bool {
-    m.completes().is_none() && m.tool_calls.iter().flatten().any(|c| is_open(&c.status))
 }
 
 /// A tool call from a `tool_use` block, pending until its result is joined.

@@ -26,6 +26,7 @@ use serde_json::{Map, Value, json};
 use self::build::{Builder, Carried, Results};
 use self::index::{Entry, Facts};
 use super::lines::{Lines, Reread};
+use super::stream::set_waiting;
 use super::tree::{link_fork, shape};
 use super::{Output, Resumable, Resume, is_live};
 use crate::atsf::{self, Agent, Context, Extra};
@@ -604,22 +605,6 @@ fn first_time(entries: &[Entry], members: &[usize]) -> String {
 
 fn short(session: &str) -> String {
     session.chars().take(8).collect()
-}
-
-/// Records after the conversation's last message, kept on the thread until
-/// a message follows them.
-fn set_waiting(meta: &mut atsf::ThreadMeta, waiting: Vec<Value>) {
-    let import = meta
-        .metadata_mut()
-        .entry("import")
-        .or_insert_with(|| Value::Object(Default::default()));
-    if let Value::Object(map) = import {
-        if waiting.is_empty() {
-            map.remove(super::write::WAITING_KEY);
-        } else {
-            map.insert(super::write::WAITING_KEY.into(), Value::Array(waiting));
-        }
-    }
 }
 
 fn thread_meta(

@@ -73,6 +73,11 @@ impl Stream {
         }
     }
 
+    /// The last message sent, while it is still held back (not written).
+    pub fn held_mut(&mut self) -> Option<&mut Message> {
+        self.queue.last_mut().map(|h| &mut h.message)
+    }
+
     /// The index the next message gets.
     pub fn next_index(&self) -> u64 {
         self.emitted
@@ -220,5 +225,69 @@ pub(super) fn set_waiting(meta: &mut crate::atsf::ThreadMeta, waiting: Vec<Value
         } else {
             map.insert(super::write::WAITING_KEY.into(), Value::Array(waiting));
         }
+    }
+}
+
+/// Tool calls across imports of one source.
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Calls {
+    /// Calls written open: call id → (message id, tool name). Their result,
+    /// when a later import reads it, comes as a completion message.
+    #[serde(default)]
+    pub pending: BTreeMap<String, OpenCall>,
+    /// Results read again after the cursor that were already joined to
+    /// their call: (call id, offset of the result).
+    #[serde(default)]
+    pub joined: Vec<(String, u64)>,
+}
+
+impl Calls {
+    /// Whether the result of call `id` was joined by an earlier import.
+    pub fn already_joined(&self, id: &str) -> bool {
+        self.joined.iter().any(|(j, _)| j == id)
+    }
+}
+
+/// What one import did with calls, settled into [`Calls`] when it ends.
+#[derive(Default)]
+pub(super) struct CallLog {
+    /// Pending calls of earlier imports completed: (call id, the call, offset).
+    completed: Vec<(String, OpenCall, u64)>,
+    /// Results joined: (call id, offset of the result, index of the message).
+    joined: Vec<(String, u64, u64)>,
+}
+
+impl CallLog {
+    /// The result of `id`, read at `offset`, joined to the message `index`.
+    pub fn joined(&mut self, id: String, offset: u64, index: u64) {
+        self.joined.push((id, offset, index));
+    }
+
+    /// Pending call `id` (from `calls`) completed by a record at `offset`.
+    pub fn completed(&mut self, calls: &mut Calls, id: &str, offset: u64) -> Option<OpenCall> {
+        let call = calls.pending.remove(id)?;
+        self.completed.push((id.to_string(), call.clone(), offset));
+        Some(call)
+    }
+
+    /// What the next import must know, from where this one stopped: calls
+    /// written open, completions not written after all, results after the
+    /// cursor already joined.
+    pub fn settle(self, calls: &mut Calls, ended: &mut Ended) {
+        let cut = ended.unconsumed.unwrap_or(u64::MAX);
+        calls.pending.extend(std::mem::take(&mut ended.open));
+        for (id, call, at) in self.completed {
+            if at >= cut {
+                calls.pending.insert(id, call);
+            }
+        }
+        calls.joined.retain(|(_, at)| *at >= cut);
+        calls.joined.extend(
+            self.joined
+                .into_iter()
+                .filter(|(_, at, index)| *at >= cut && *index < ended.written_below)
+                .map(|(id, at, _)| (id, at)),
+        );
     }
 }

@@ -738,24 +738,10 @@ fn refresh_from_source(meta: &mut ThreadMeta, src: &ThreadMeta) {
     if tags.iter().any(|t| !meta.tags().contains(t)) {
         meta.add_tags(&tags);
     }
-    // Records that wait for the next message are what the source has now.
-    let waiting = |m: &ThreadMeta| -> Option<Value> {
-        m.metadata
-            .as_ref()?
-            .get("import")?
-            .get(WAITING_KEY)
-            .cloned()
-    };
-    let now = waiting(src);
-    if now != waiting(meta) {
-        match now {
-            Some(v) => set_import(meta, WAITING_KEY, v),
-            None => {
-                if let Some(Value::Object(import)) = meta.metadata_mut().get_mut("import") {
-                    import.remove(WAITING_KEY);
-                }
-            }
-        }
+    // What the source keeps current: the records waiting for the next
+    // message, token totals, the latest turn's settings.
+    for (top, key) in SYNCED {
+        sync_key(meta, src, top, key);
     }
     // A title the source changed (a rename, a generated title) replaces the
     // one it gave before; a title someone set in grove stays.
@@ -769,6 +755,37 @@ fn refresh_from_source(meta: &mut ThreadMeta, src: &ThreadMeta) {
             meta.title = src.title.clone();
         }
         set_import(meta, SOURCE_TITLE_KEY, Value::from(src.title.clone()));
+    }
+}
+
+/// `metadata.<top>.<key>` values a source keeps current: each import sets
+/// them to what the source says now (or removes them).
+const SYNCED: &[(&str, &str)] = &[
+    ("import", WAITING_KEY),
+    ("import", "tokens"),
+    ("codex", "turnContext"),
+];
+
+fn sync_key(meta: &mut ThreadMeta, src: &ThreadMeta, top: &str, key: &str) {
+    let get =
+        |m: &ThreadMeta| -> Option<Value> { m.metadata.as_ref()?.get(top)?.get(key).cloned() };
+    let now = get(src);
+    if now == get(meta) {
+        return;
+    }
+    let entry = meta
+        .metadata_mut()
+        .entry(top)
+        .or_insert_with(|| Value::Object(Default::default()));
+    if let Value::Object(map) = entry {
+        match now {
+            Some(v) => {
+                map.insert(key.to_string(), v);
+            }
+            None => {
+                map.remove(key);
+            }
+        }
     }
 }
 

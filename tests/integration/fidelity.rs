@@ -513,3 +513,216 @@ fn a_call_stored_pending_gets_its_result_when_the_session_goes_on() {
         assert_eq!(show_messages(&sb, &repo, id).len(), 4);
     }
 }
+
+const CODEX_15X: &str = "codex-019d4a2b-7c10-7e21-9a3b-5c6d7e8f9a0b";
+
+#[test]
+fn codex_0_15x_outputs_tokens_injected_context_and_compaction() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let src = sb.path().join("codex");
+    copy_tree(&fixtures().join("codex/v0.15x"), &src);
+    let out = import_json(&sb, &repo, "codex", &src);
+    assert!(out["errors"].as_array().unwrap().is_empty(), "{out}");
+    assert_eq!(
+        out["records"]["event_msg item_completed"]["skipped"], 2,
+        "duplicates"
+    );
+
+    let m = show_messages(&sb, &repo, CODEX_15X);
+    // Injected context is the system's, by its content_item_kinds; the
+    // prompt beside AGENTS.md in one message is the user's.
+    assert_eq!(m[0]["role"], "system");
+    assert!(first_text(&m[1]).starts_with("<recommended_plugins>"));
+    assert_eq!(m[1]["role"], "system");
+    assert_eq!(m[2]["role"], "system");
+    assert_eq!(m[3]["role"], "user");
+    let prompt = "Invoices round 2.675 to 2.67; fix the rounding and show the invoice page.";
+    assert_eq!(first_text(&m[3]), prompt);
+    let row = row_of(&sb, &repo, CODEX_15X);
+    assert!(
+        row["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("Invoices round 2.675")
+    );
+
+    let call = |name: &str, n: usize| -> serde_json::Value {
+        m.iter()
+            .flat_map(|x| x["toolCalls"].as_array().cloned().unwrap_or_default())
+            .filter(|c| c["name"] == name)
+            .nth(n)
+            .unwrap()
+    };
+    // Process exited with code 2: failed; 0: completed.
+    assert_eq!(call("exec_command", 0)["status"], "failed");
+    assert_eq!(call("exec_command", 0)["exitCode"], 2);
+    assert_eq!(call("exec_command", 1)["status"], "completed");
+    assert_eq!(call("apply_patch", 0)["status"], "completed");
+    assert!(
+        call("apply_patch", 0)["output"]
+            .as_str()
+            .unwrap()
+            .starts_with("Success.")
+    );
+    // An output of content items: text, and the image as an asset.
+    let shot = call("mcp__playwright__browser_take_screenshot", 0);
+    assert_eq!(
+        shot["output"],
+        "Took a screenshot of http://localhost:8000/invoice/42"
+    );
+    let asset = shot["outputContent"][1]["assetRef"].as_str().unwrap();
+    let dir = repo.join(".agent/threads").join(CODEX_15X);
+    assert!(dir.join("assets").join(asset).is_file());
+    // {content, success: false}: failed, its text kept.
+    let pr = call("mcp__github__create_pull_request", 0);
+    assert_eq!(pr["status"], "failed");
+    assert!(pr["output"].as_str().unwrap().contains("403"));
+    // Token figures: on the message they follow, and the thread's totals.
+    let first_call = m
+        .iter()
+        .find(|x| x["toolCalls"][0]["toolCallId"] == "call_test1")
+        .unwrap();
+    assert_eq!(first_call["tokens"]["input"], 18211);
+    assert_eq!(first_call["tokens"]["cached_input_tokens"], 11008);
+    let answer = m
+        .iter()
+        .find(|x| first_text(x).starts_with("Rounding now"))
+        .unwrap();
+    assert_eq!(answer["tokens"]["input"], 21102);
+    let meta = read_json(&dir.join("thread.json"));
+    assert_eq!(meta["metadata"]["import"]["tokens"]["total_tokens"], 61516);
+    assert_eq!(meta["metadata"]["codex"]["turnContext"]["effort"], "high");
+    // A compaction with an empty message says what it kept, its image an asset.
+    let compacted = m
+        .iter()
+        .find(|x| first_text(x).starts_with("Conversation compacted"))
+        .unwrap();
+    assert_eq!(compacted["role"], "system");
+    let blocks = compacted["content"].as_array().unwrap();
+    assert!(
+        blocks
+            .iter()
+            .any(|b| b["text"].as_str().is_some_and(|t| t.contains(prompt)))
+    );
+    assert!(
+        blocks
+            .iter()
+            .any(|b| b["type"] == "image" && b["assetRef"].is_string())
+    );
+    assert!(!m.iter().any(|x| first_text(x).trim() == "Compacted:"));
+    let log = std::fs::read_to_string(dir.join("messages.jsonl")).unwrap();
+    assert!(!log.contains("iVBORw0KGgo"), "base64 left in the log");
+
+    // A Desktop rollout that keeps only events: its items are the conversation.
+    let desktop = show_messages(&sb, &repo, "codex-019d4a2c-0000-7000-8000-00000000dd01");
+    assert_eq!(desktop.len(), 2);
+    assert_eq!(desktop[0]["role"], "user");
+    assert_eq!(
+        first_text(&desktop[1]),
+        "src/round.py and tests/test_round.py."
+    );
+
+    // A real 0.77 rollout: AGENTS.md and the environment are context, not the title.
+    let real = fixtures().join("codex/real");
+    let out = import_json(&sb, &repo, "codex", &real);
+    assert!(out["errors"].as_array().unwrap().is_empty(), "{out}");
+    let m = show_messages(&sb, &repo, "codex-019b64e5-57fa-7463-b644-fba7e456f905");
+    let roles: Vec<&str> = m.iter().map(|x| x["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "system", "user"]);
+    let row = row_of(&sb, &repo, "codex-019b64e5-57fa-7463-b644-fba7e456f905");
+    assert!(
+        row["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("can you analyse the MD files")
+    );
+}
+
+#[test]
+fn a_codex_rollout_imported_line_by_line_gives_the_same_thread() {
+    let name = "rollout-2026-09-14T09-00-00-019d4a2b-7c10-7e21-9a3b-5c6d7e8f9a0b.jsonl";
+    let text =
+        std::fs::read_to_string(fixtures().join("codex/v0.15x/2026/09/14").join(name)).unwrap();
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let whole = Sandbox::new();
+    let whole_repo = whole.repo("r");
+    let file = whole.dir("src").join(name);
+    std::fs::write(&file, &text).unwrap();
+    import_json(&whole, &whole_repo, "codex", &file);
+    // Token figures may land on the thread's totals instead of a message
+    // already written: the rest is the same.
+    let strip = |mut m: Vec<serde_json::Value>| {
+        for x in m.iter_mut() {
+            x.as_object_mut().unwrap().remove("tokens");
+        }
+        m
+    };
+    let expected = strip(show_messages(&whole, &whole_repo, CODEX_15X));
+
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let file = sb.dir("src").join(name);
+    let mut tails = 0;
+    for n in 1..=lines.len() {
+        std::fs::write(&file, lines[..n].concat()).unwrap();
+        let out = import_json(&sb, &repo, "codex", &file);
+        tails += usize::from(out["sources"][0]["read"] == "tail");
+        assert!(out["sources"][0]["restarted"].is_null());
+    }
+    assert!(tails > lines.len() / 2);
+    assert_eq!(strip(show_messages(&sb, &repo, CODEX_15X)), expected);
+}
+
+#[test]
+fn a_codex_call_stored_pending_gets_its_output_later() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let rec = |t: &str, kind: &str, payload: serde_json::Value| {
+        format!(
+            "{}\n",
+            serde_json::json!({"timestamp": t, "type": kind, "payload": payload})
+        )
+    };
+    let head = rec(
+        "2026-09-01T10:00:00Z",
+        "session_meta",
+        serde_json::json!({"id": "019d0000-0000-7000-8000-0000000000aa", "cwd": "/w"}),
+    ) + &rec(
+        "2026-09-01T10:00:01Z",
+        "response_item",
+        serde_json::json!({"type": "message", "role": "user",
+                "content": [{"type": "input_text", "text": "build it"}]}),
+    ) + &rec(
+        "2026-09-01T10:00:02Z",
+        "response_item",
+        serde_json::json!({"type": "function_call", "name": "exec_command",
+                "arguments": "{\"cmd\":\"make\"}", "call_id": "call_m"}),
+    );
+    let file = sb
+        .dir("src")
+        .join("rollout-2026-09-01T10-00-00-019d0000-0000-7000-8000-0000000000aa.jsonl");
+    std::fs::write(&file, &head).unwrap();
+    set_old(&file);
+    import_json(&sb, &repo, "codex", &file);
+    let id = "codex-019d0000-0000-7000-8000-0000000000aa";
+    assert_eq!(
+        show_messages(&sb, &repo, id)[1]["toolCalls"][0]["status"],
+        "pending"
+    );
+    let tail = rec(
+        "2026-09-01T11:30:00Z",
+        "response_item",
+        serde_json::json!({"type": "function_call_output", "call_id": "call_m",
+            "output": "Process exited with code 1\nOutput:\nmissing rule"}),
+    );
+    std::fs::write(&file, head + &tail).unwrap();
+    let out = import_json(&sb, &repo, "codex", &file);
+    assert_eq!(out["sources"][0]["read"], "tail");
+    let m = show_messages(&sb, &repo, id);
+    assert_eq!(m.len(), 3);
+    assert_eq!(m[2]["completesMessage"], m[1]["id"]);
+    assert_eq!(m[2]["toolCalls"][0]["status"], "failed");
+    assert_eq!(m[2]["toolCalls"][0]["exitCode"], 1);
+    assert_eq!(row_of(&sb, &repo, id)["stats"]["toolCallCount"], 1);
+}

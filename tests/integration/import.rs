@@ -731,7 +731,7 @@ fn codex_rollouts_import_tool_calls_reasoning_and_grow_incrementally() {
     let sb = Sandbox::new();
     let dir = sb.dir("p");
     let src = sb.path().join("codex");
-    copy_tree(&fixtures().join("codex"), &src);
+    copy_tree(&fixtures().join("codex/sessions"), &src.join("sessions"));
     let out = run(sb
         .grove(&dir)
         .args(["import", "codex", src.to_str().unwrap(), "--json"]));
@@ -747,13 +747,16 @@ fn codex_rollouts_import_tool_calls_reasoning_and_grow_incrementally() {
     assert_eq!(r["function_call_output"]["joined"], 2);
     assert_eq!(r["custom_tool_call_output"]["joined"], 1);
     assert_eq!(r["event_msg user_message"]["skipped"], 1);
-    assert_eq!(r["event_msg token_count"]["skipped"], 1);
-    assert_eq!(r["event_msg task_complete"]["raw"], 1);
-    assert_eq!(r["response_item web_search_call"]["raw"], 1);
+    assert_eq!(r["event_msg token_count"]["mapped"], 1, "token figures");
+    assert_eq!(
+        r["event_msg task_complete"]["joined"], 1,
+        "travels on a message"
+    );
+    assert_eq!(r["web_search_call"]["mapped"], 1, "a tool call");
 
     let id = "codex-019a2d7a-41c4-78b1-b7cc-a45d62a89cd5";
     let m = messages(&sb, &dir, id);
-    assert_eq!(m.len(), 10);
+    assert_eq!(m.len(), 9);
     assert_eq!(m[0]["role"], "system", "injected environment context");
     assert_eq!(
         m[1]["content"][0]["text"],
@@ -777,15 +780,17 @@ fn codex_rollouts_import_tool_calls_reasoning_and_grow_incrementally() {
         [
             ("shell".to_string(), "failed".to_string()),
             ("apply_patch".to_string(), "completed".to_string()),
-            ("shell".to_string(), "completed".to_string())
+            ("shell".to_string(), "completed".to_string()),
+            ("web_search".to_string(), "completed".to_string())
         ]
     );
     assert_eq!(m[3]["toolCalls"][0]["output"], "1 failed, 3 passed");
     assert_eq!(m[6]["model"], "gpt-5-codex");
     assert_eq!(
-        m[8]["content"][0]["text"],
-        "Compacted: User asked to fix calc.py; fixed add(); tests pass."
+        m[7]["content"][0]["text"],
+        "Conversation compacted: User asked to fix calc.py; fixed add(); tests pass."
     );
+    assert_eq!(m[7]["codexRecords"][0]["payload"]["type"], "task_complete");
     let meta = read_json(&dir.join(".agent/threads").join(id).join("thread.json"));
     assert_eq!(meta["context"]["gitBranch"], "main");
     assert_eq!(
@@ -793,7 +798,7 @@ fn codex_rollouts_import_tool_calls_reasoning_and_grow_incrementally() {
         "git@github.com:example/calc.git"
     );
     assert_eq!(meta["metadata"]["codex"]["turnContext"]["effort"], "high");
-    assert_eq!(meta["stats"]["toolCallCount"], 3);
+    assert_eq!(meta["stats"]["toolCallCount"], 4);
     let fork = read_json(
         &dir.join(".agent/threads/codex-019a2d80-0000-7000-8000-00000000f0f0/thread.json"),
     );
@@ -814,5 +819,6 @@ fn codex_rollouts_import_tool_calls_reasoning_and_grow_incrementally() {
     std::fs::write(&file, text).unwrap();
     let grown = import_as(&sb, &dir, "codex", &[file.to_str().unwrap()]);
     assert_eq!(grown["threads"][0]["messagesAdded"], 1);
-    assert_eq!(messages(&sb, &dir, id).len(), 11);
+    assert_eq!(grown["sources"][0]["read"], "tail");
+    assert_eq!(messages(&sb, &dir, id).len(), 10);
 }

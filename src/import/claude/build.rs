@@ -30,7 +30,7 @@ use crate::atsf::{
     self, ContentBlock, Extra, Message, Role, Tokens, ToolCall, ToolStatus, completion,
 };
 use crate::error::Result;
-use crate::import::stream::Stream;
+use crate::import::stream::{CallLog, Calls, Stream};
 use crate::import::{Output, ThreadHandle};
 
 /// Where a tool call's result is found.
@@ -48,13 +48,8 @@ pub(super) struct Carried {
     /// API message ids whose usage was counted.
     #[serde(default)]
     pub api_ids: Vec<String>,
-    /// Calls stored as pending: call id → (message id, tool name).
-    #[serde(default)]
-    pub pending: BTreeMap<String, (String, String)>,
-    /// Results read again after the cursor that were already joined:
-    /// (call id, offset of the result record).
-    #[serde(default)]
-    pub joined: Vec<(String, u64)>,
+    #[serde(flatten)]
+    pub calls: Calls,
     /// The title so far: (rank, text).
     #[serde(default)]
     pub title: Option<(u8, String)>,
@@ -77,10 +72,7 @@ pub(super) struct Builder {
     api_seen: HashMap<String, u64>,
     /// Known uuids of this session (a summary's leaf must be one).
     pub uuids: HashSet<String>,
-    /// Calls joined: (call id, offset of the result, message index).
-    joined: Vec<(String, u64, u64)>,
-    /// Calls of earlier imports completed here: (call id, its entry, offset).
-    completed: Vec<(String, (String, String), u64)>,
+    log: CallLog,
     /// Entry index → index of the message it went into.
     pub index_of: HashMap<usize, u64>,
 }
@@ -107,8 +99,7 @@ impl Builder {
             carried,
             api_seen,
             uuids: HashSet::new(),
-            joined: Vec::new(),
-            completed: Vec::new(),
+            log: CallLog::default(),
             index_of: HashMap::new(),
         }
     }
@@ -199,13 +190,11 @@ impl Builder {
         let mut done = Vec::new();
         let mut orphan = false;
         for id in &ids {
-            if results.has_call(id) || self.carried.joined.iter().any(|(j, _)| j == id) {
+            if results.has_call(id) || self.carried.calls.already_joined(id) {
                 continue;
             }
-            match self.carried.pending.remove(id) {
+            match self.log.completed(&mut self.carried.calls, id, e.offset) {
                 Some((message, name)) => {
-                    self.completed
-                        .push((id.clone(), (message.clone(), name.clone()), e.offset));
                     let mut call = plain_call(&serde_json::json!({"id": id, "name": name}));
                     join_result(&mut call, &raw, e.time.as_deref(), None);
                     done.push((message, call));
@@ -248,8 +237,8 @@ impl Builder {
         for call in calls.iter_mut() {
             if let Some((record, offset)) = results.result(&call.tool_call_id)? {
                 join_result(call, &record, e.time.as_deref(), Some(offset));
-                self.joined
-                    .push((call.tool_call_id.clone(), offset, self.stream.next_index()));
+                self.log
+                    .joined(call.tool_call_id.clone(), offset, self.stream.next_index());
             }
         }
         let mut m = self.message(e, Role::Agent, content, &raw);
@@ -436,29 +425,10 @@ impl Builder {
 
     /// Writes what is left; what the next import needs to go on.
     pub fn end(self, out: &mut Output) -> Ended {
-        let ended = self.stream.end(out, "deferred");
+        let mut ended = self.stream.end(out, "deferred");
         let cut = ended.unconsumed.unwrap_or(u64::MAX);
         let mut carried = self.carried;
-        carried.pending.extend(ended.open);
-        // Completions not written after all: their calls are still pending.
-        for (id, entry, at) in self.completed {
-            if at >= cut {
-                carried.pending.insert(id, entry);
-            }
-        }
-        let mut joined: Vec<(String, u64)> = carried
-            .joined
-            .iter()
-            .filter(|(_, at)| *at >= cut)
-            .cloned()
-            .collect();
-        joined.extend(
-            self.joined
-                .iter()
-                .filter(|(_, at, index)| *at >= cut && *index < ended.written_below)
-                .map(|(id, at, _)| (id.clone(), *at)),
-        );
-        carried.joined = joined;
+        self.log.settle(&mut carried.calls, &mut ended);
         let mut seen: Vec<(u64, String)> = self
             .api_seen
             .into_iter()

@@ -49,13 +49,13 @@ pub fn checkpoint(found: &Found, input: &Input) -> Result<(ThreadMeta, Option<St
             m.git = Some(state);
         }
         if files.is_some() {
-            m.files_touched = files;
+            m.files_touched = files.map(crate::atsf::notes);
         }
         if let Some(s) = &input.summary {
             m.conversation_summary = Some(s.clone());
         }
         if !input.next_steps.is_empty() {
-            m.next_steps = Some(input.next_steps.clone());
+            m.next_steps = Some(crate::atsf::notes(input.next_steps.clone()));
         }
         if !input.tags.is_empty() {
             m.add_tags(&input.tags);

@@ -49,6 +49,7 @@ pub mod search;
 pub mod store;
 pub mod threads;
 pub mod trash;
+pub mod validate;
 pub mod worktree;
 
 pub use error::{Error, Result};

@@ -54,10 +54,10 @@ pub struct ThreadMeta {
     pub conversation_summary: Option<String>,
     /// Files changed since the thread's initial commit (committed or not).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub files_touched: Option<Vec<String>>,
+    pub files_touched: Option<Vec<Note>>,
     /// Remaining work, as of the last checkpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_steps: Option<Vec<String>>,
+    pub next_steps: Option<Vec<Note>>,
 
     #[serde(flatten)]
     pub extra: Extra,
@@ -200,4 +200,45 @@ impl Stats {
             other.tool_call_count,
         )
     }
+}
+
+/// An entry of `filesTouched` or `nextSteps`: a string as grove writes it,
+/// or whatever another tool wrote (HQ's `{path, reason}`, `{step}`), kept
+/// as it is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Note(pub serde_json::Value);
+
+impl Note {
+    /// The entry as one line: the string, else its `path` / `step` / `text`
+    /// with a `reason` after it, else the JSON.
+    pub fn text(&self) -> String {
+        use serde_json::Value;
+        match &self.0 {
+            Value::String(s) => s.clone(),
+            Value::Object(o) => {
+                let main = ["path", "step", "text", "title", "name"]
+                    .iter()
+                    .find_map(|k| o.get(*k).and_then(Value::as_str));
+                let reason = o.get("reason").and_then(Value::as_str);
+                match (main, reason) {
+                    (Some(m), Some(r)) => format!("{m} ({r})"),
+                    (Some(m), None) => m.to_string(),
+                    _ => self.0.to_string(),
+                }
+            }
+            other => other.to_string(),
+        }
+    }
+}
+
+impl From<String> for Note {
+    fn from(s: String) -> Self {
+        Note(serde_json::Value::String(s))
+    }
+}
+
+/// Notes from strings.
+pub fn notes(items: Vec<String>) -> Vec<Note> {
+    items.into_iter().map(Note::from).collect()
 }

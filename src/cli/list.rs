@@ -161,7 +161,13 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
                 let short: String = line.chars().take(100).collect();
                 writeln!(w, "{:10}{}", "", s.dim(&format!("↳ {}", s.text(&short))))?;
             }
-            let next = f.meta.next_steps.as_deref().unwrap_or_default();
+            let next: Vec<String> = f
+                .meta
+                .next_steps
+                .iter()
+                .flatten()
+                .map(grove::atsf::Note::text)
+                .collect();
             if !next.is_empty() {
                 writeln!(
                     w,

@@ -23,6 +23,7 @@ mod search;
 mod show;
 mod tree;
 mod trust;
+mod validate;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -86,6 +87,7 @@ enum Command {
     Export(export::Args),
     Search(search::Args),
     Import(import::Args),
+    Validate(validate::Args),
 }
 
 /// A mistake in how grove was called, reported with exit code 2.
@@ -143,6 +145,7 @@ fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Export(args) => export::run(args, &cwd, out),
         Command::Search(args) => search::run(args, &cwd, out),
         Command::Import(args) => import::run(args, &cwd, out),
+        Command::Validate(args) => validate::run(args, &cwd, out),
     }
 }
 

@@ -251,8 +251,8 @@ fn write_extensions(
     if let Some(summary) = &meta.conversation_summary {
         writeln!(w, "{} {}", s.dim("summary:"), s.block(summary))?;
     }
-    for step in meta.next_steps.as_deref().unwrap_or_default() {
-        writeln!(w, "{} {}", s.dim("next:   "), s.text(step))?;
+    for step in meta.next_steps.iter().flatten() {
+        writeln!(w, "{} {}", s.dim("next:   "), s.text(&step.text()))?;
     }
     if let Some(g) = &meta.git {
         let current = g.current_commit.as_deref().unwrap_or("");

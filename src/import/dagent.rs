@@ -334,7 +334,7 @@ fn import_session(
             .chain(list("pending"))
             .collect();
         if !next.is_empty() {
-            meta.next_steps = Some(next);
+            meta.next_steps = Some(crate::atsf::notes(next));
         }
         dagent.insert("checkpoint".into(), Value::Object(cp));
     }

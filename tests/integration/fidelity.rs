@@ -82,6 +82,14 @@ fn an_image_grove_cannot_store_is_a_placeholder_and_every_rollout_still_imports(
     );
     // The human summary is printed even so.
     assert!(err.contains("6 thread(s) imported: 6 created"), "{err}");
+    // Every placeholder is valid ATSF: no image block without an asset.
+    let out = run(sb.grove(&repo).args(["validate"]));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 #[test]
@@ -725,4 +733,86 @@ fn a_codex_call_stored_pending_gets_its_output_later() {
     assert_eq!(m[2]["toolCalls"][0]["status"], "failed");
     assert_eq!(m[2]["toolCalls"][0]["exitCode"], 1);
     assert_eq!(row_of(&sb, &repo, id)["stats"]["toolCallCount"], 1);
+}
+
+#[test]
+fn hq_checkpoints_as_they_really_look_keep_everything_and_reimport_changes_no_byte() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let hq = sb.path().join("hq");
+    copy_tree(&fixtures().join("hq/shapes"), &hq);
+    let out = import_json(&sb, &repo, "hq", &hq);
+    assert!(out["errors"].as_array().unwrap().is_empty(), "{out}");
+    assert_eq!(
+        out["threads"].as_array().unwrap().len(),
+        2,
+        "the sidecar and handoff.json are not checkpoints"
+    );
+    let dir = repo.join(".agent/threads");
+    let draft = read_json(&dir.join("hq-T-20260310-220000-prd-draft/thread.json"));
+    assert_eq!(
+        draft["context"]["workingDir"], "/Users/dev/repos/hq",
+        "absolute cwd kept"
+    );
+    assert!(draft["context"]["relativeDir"].is_null());
+    assert_eq!(draft["title"], "PRD: reporting app");
+    let mail = read_json(&dir.join("hq-T-20260317-mail-sdk-removal/thread.json"));
+    assert_eq!(
+        mail["title"], "Remove the mail SDK dependency",
+        "top-level title"
+    );
+    assert_eq!(
+        mail["context"]["workingDir"],
+        "/srv/hq/repos/private/mailer"
+    );
+    assert_eq!(mail["filesTouched"][0]["path"], "src/mail/service.ts");
+    assert_eq!(
+        mail["filesTouched"][0]["reason"],
+        "new service on the plain API"
+    );
+    assert_eq!(mail["filesTouched"][2], "package.json");
+    assert_eq!(
+        mail["nextSteps"][1]["step"],
+        "Tell support the backfill runs on first connect"
+    );
+    assert_eq!(
+        mail["metadata"]["hq"]["changeset"]["files"][0]["change"],
+        "added"
+    );
+    assert_eq!(
+        mail["metadata"]["hq"]["handoff"]["context_notes"],
+        "PR merged; the demo video is still local."
+    );
+    assert!(
+        mail["metadata"]["tags"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("handoff"))
+    );
+    assert_eq!(
+        mail["metadata"]["hq"]["tasks_completed"][0],
+        "mailer-30.1: Create the mail service"
+    );
+    let shown = ok(sb
+        .grove(&repo)
+        .args(["show", "hq-T-20260317-mail-sdk-removal"]));
+    assert!(shown.contains("Upload the demo video to the PR"), "{shown}");
+    assert!(
+        shown.contains("src/mail/service.ts (new service on the plain API)"),
+        "{shown}"
+    );
+
+    // Again: not one byte changes.
+    let agent = repo.join(".agent");
+    let before = snapshot(&agent);
+    import_json(&sb, &repo, "hq", &hq);
+    assert_eq!(snapshot(&agent), before, "re-import changes no byte");
+    // What the importers wrote is valid ATSF.
+    let out = run(sb.grove(&repo).args(["validate", "--json"]));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }

@@ -387,10 +387,15 @@ fn hq_checkpoints_import_with_their_git_state_and_refresh_when_updated() {
         "workspace/reports/finance/2026-01-23-mrr.md"
     );
     assert_eq!(meta["metadata"]["hq"]["worker"]["skill"], "mrr");
+    // `~` is the home directory: workingDir is absolute.
     assert_eq!(
         meta["context"]["workingDir"],
-        "~/Documents/HQ/repos/private/{company-1}"
+        sb.path()
+            .join("home/Documents/HQ/repos/private/{company-1}")
+            .to_str()
+            .unwrap()
     );
+    assert_eq!(meta["context"]["relativeDir"], "repos/private/{company-1}");
     let auto = row_of(&sb, &dir, "hq-T-20260123-143052-auto-mrr-commit");
     assert_eq!(auto["tags"], serde_json::json!(["auto-checkpoint"]));
     assert_eq!(auto["git"]["currentCommit"], "def5678");

@@ -24,4 +24,5 @@ mod relations;
 mod remove;
 mod robust;
 mod search;
+mod validate;
 mod worktree;

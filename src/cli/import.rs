@@ -21,7 +21,8 @@ pub struct Args {
     #[arg(value_parser = format_names())]
     format: String,
 
-    /// Session files or directories, as the format lays them out.
+    /// Session files or directories, as the format lays them out; `-` reads
+    /// one source from stdin.
     #[arg(required = true)]
     paths: Vec<PathBuf>,
 
@@ -59,8 +60,22 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
             worktrees: worktree_roots(&project),
         },
     };
-    let paths: Vec<PathBuf> = args.paths.iter().map(|p| cwd.join(p)).collect();
+    // `-`: the source comes on stdin (`amp threads export T-… | grove import amp -`).
+    let stdin_copy = if args.paths.iter().any(|p| p.as_os_str() == "-") {
+        Some(read_stdin()?)
+    } else {
+        None
+    };
+    let paths: Vec<PathBuf> = args
+        .paths
+        .iter()
+        .map(|p| match &stdin_copy {
+            Some((_, file)) if p.as_os_str() == "-" => file.clone(),
+            _ => cwd.join(p),
+        })
+        .collect();
     let mut summary = import::run(format, &paths, &destination)?;
+    drop(stdin_copy);
     cache_worktree_threads(&project, &mut summary);
     report(&summary, args.json, out)?;
     if !summary.complete() {
@@ -71,6 +86,17 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         return Ok(super::exit::PARTIAL);
     }
     Ok(super::exit::SUCCESS)
+}
+
+/// Stdin, copied into a file of a temporary directory (kept while it lives).
+fn read_stdin() -> anyhow::Result<(tempfile::TempDir, PathBuf)> {
+    use std::io::Read;
+    let dir = tempfile::Builder::new().prefix("grove-stdin-").tempdir()?;
+    let file = dir.path().join("stdin");
+    let mut bytes = Vec::new();
+    std::io::stdin().read_to_end(&mut bytes)?;
+    std::fs::write(&file, bytes)?;
+    Ok((dir, file))
 }
 
 /// Threads written into a linked worktree go to grove's cache at once.

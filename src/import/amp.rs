@@ -1,6 +1,11 @@
-//! Amp thread JSON (seed 001): `T-<uuid>` ids kept, roles user / assistant /
-//! info, relationships, `originThreadID`, `forkPointIndex`, `mainThreadID`,
-//! `archived`.
+//! Amp thread JSON (seed 001), as Amp kept it on disk and as `amp threads
+//! export <id>` prints it (the current Amp CLI keeps threads on its server;
+//! `amp threads export T-… | grove import amp -` brings one in): `T-<uuid>`
+//! ids kept, roles user / assistant / info, relationships, `originThreadID`,
+//! `forkPointIndex`, `mainThreadID`, `archived`. The working directory is
+//! the first of `env.initial.trees[].uri` (its branch from
+//! `repository.ref`); an assistant message's `usage` gives its model and
+//! tokens, `state.stopReason` its stop reason.
 //!
 //! Message content is read as Amp writes it (Anthropic-style blocks): text,
 //! thinking, `tool_use`; `tool_result` blocks (Amp's `toolUseID` + `run`, or
@@ -37,6 +42,9 @@ impl super::Format for Amp {
     fn sources(&self, path: &Path) -> Result<Vec<std::path::PathBuf>> {
         super::json_files(path)
     }
+    fn resumable(&self) -> super::Resumable {
+        super::Resumable::WholeFile
+    }
     fn import(
         &self,
         source: &Path,
@@ -68,16 +76,21 @@ pub fn import_file(path: &Path, summary: &mut Summary) -> Result<Option<Imported
         summary.skip("thread", "an id that is not a safe name".into());
         return Ok(None);
     }
-    let created = millis(raw.get("created")).unwrap_or_else(atsf::now_timestamp);
+    let created = time_of(raw.get("created")).unwrap_or_else(atsf::now_timestamp);
     let title = raw
         .get("title")
         .and_then(Value::as_str)
         .unwrap_or("Untitled")
         .to_string();
-    let mut meta = crate::threads::new_meta(&title, "amp", Context::default());
+    let mut meta = crate::threads::new_meta(&title, "amp", context(&raw));
     meta.thread_id = id.clone();
     meta.created_at = created.clone();
-    meta.updated_at = created.clone();
+    meta.updated_at = time_of(raw.get("updatedAt")).unwrap_or_else(|| created.clone());
+    meta.agent.version = raw
+        .get("env")
+        .and_then(|e| e.pointer("/initial/platform/clientVersion"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
     meta.archived = (raw.get("archived").and_then(Value::as_bool) == Some(true)).then_some(true);
     if let Some(rels) = raw.get("relationships") {
         match serde_json::from_value::<Vec<Relationship>>(rels.clone()) {
@@ -138,16 +151,37 @@ pub fn import_file(path: &Path, summary: &mut Summary) -> Result<Option<Imported
                 .filter_map(|b| b.as_object().cloned().map(ContentBlock::Unknown))
                 .collect();
         }
-        let time = millis(obj.get("meta").and_then(|m| m.get("sentAt")))
+        let usage = obj.get("usage").and_then(Value::as_object);
+        let time = time_of(obj.get("meta").and_then(|m| m.get("sentAt")))
+            .or_else(|| time_of(usage.and_then(|u| u.get("timestamp"))))
+            .or_else(|| first_block_time(obj.get("content")))
             .unwrap_or_else(|| last_time.clone());
         last_time = time.clone();
         let mut msg = Message::new(role, content);
         msg.id = match obj.get("messageId") {
-            Some(n) => format!("{id}-{n}"),
-            None => format!("{id}-{i}"),
+            Some(Value::String(n)) => format!("{id}-{n}"),
+            Some(n @ Value::Number(_)) => format!("{id}-{n}"),
+            _ => format!("{id}-{i}"),
         };
         msg.timestamp = time;
         msg.tool_calls = (!calls.is_empty()).then_some(calls);
+        if let Some(u) = usage {
+            msg.model = u.get("model").and_then(Value::as_str).map(str::to_string);
+            let mut extra = u.clone();
+            let input = extra.remove("inputTokens").and_then(|v| v.as_u64());
+            let output = extra.remove("outputTokens").and_then(|v| v.as_u64());
+            extra.remove("model");
+            msg.tokens = Some(atsf::Tokens {
+                input,
+                output,
+                extra,
+            });
+        }
+        msg.stop_reason = obj
+            .get("state")
+            .and_then(|s| s.get("stopReason"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
         let mut extra: Map<String, Value> = obj.clone();
         extra.remove("content");
         extra.remove("role");
@@ -163,10 +197,71 @@ pub fn import_file(path: &Path, summary: &mut Summary) -> Result<Option<Imported
     }))
 }
 
-fn millis(v: Option<&Value>) -> Option<String> {
-    let ms = v?.as_i64()?;
-    let ts = jiff::Timestamp::from_millisecond(ms).ok()?;
-    atsf::normalize_timestamp(&ts.to_string()).ok()
+/// A time as Amp writes it: milliseconds since the epoch, or ISO 8601.
+fn time_of(v: Option<&Value>) -> Option<String> {
+    match v? {
+        Value::Number(n) => {
+            let ts = jiff::Timestamp::from_millisecond(n.as_i64()?).ok()?;
+            atsf::normalize_timestamp(&ts.to_string()).ok()
+        }
+        Value::String(s) => atsf::normalize_timestamp(s).ok(),
+        _ => None,
+    }
+}
+
+/// The earliest `startTime` of a message's blocks.
+fn first_block_time(content: Option<&Value>) -> Option<String> {
+    content?
+        .as_array()?
+        .iter()
+        .filter_map(|b| time_of(b.get("startTime")))
+        .min()
+}
+
+/// The working directory: the first tree's `file://` URI; its branch and
+/// remote from `repository`.
+fn context(raw: &Map<String, Value>) -> Context {
+    let tree = raw
+        .get("env")
+        .and_then(|e| e.pointer("/initial/trees/0"))
+        .and_then(Value::as_object);
+    let s = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+    let working_dir = s(tree.and_then(|t| t.get("uri")))
+        .and_then(|u| u.strip_prefix("file://").map(percent_decode))
+        .unwrap_or_default();
+    let repository = tree.and_then(|t| t.get("repository"));
+    let mut context = Context {
+        working_dir,
+        git_branch: s(repository.and_then(|r| r.get("ref")))
+            .map(|r| r.trim_start_matches("refs/heads/").to_string()),
+        git_commit: s(repository.and_then(|r| r.get("sha"))),
+        ..Context::default()
+    };
+    if let Some(url) = s(repository.and_then(|r| r.get("url"))) {
+        context.extra.insert("remoteUrl".into(), Value::from(url));
+    }
+    context
+}
+
+/// `%XX` escapes of a URI path decoded (bytes that do not form UTF-8 stay escaped).
+fn percent_decode(path: &str) -> String {
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let Some(b) = path
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(b);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8(out).unwrap_or_else(|_| path.to_string())
 }
 
 /// tool use id → (output, failed).

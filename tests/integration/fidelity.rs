@@ -816,3 +816,58 @@ fn hq_checkpoints_as_they_really_look_keep_everything_and_reimport_changes_no_by
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+#[test]
+fn an_amp_threads_export_imports_from_stdin_with_its_model_tokens_and_directory() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let export =
+        std::fs::read(fixtures().join("amp/export-T-3c9d2e71-5b4a-4f0e-9a61-2f8b7c6d5e40.json"))
+            .unwrap();
+    let out = run_with_stdin(
+        sb.grove(&repo).args(["import", "amp", "-", "--json"]),
+        &export,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = "T-3c9d2e71-5b4a-4f0e-9a61-2f8b7c6d5e40";
+    let meta = read_json(&repo.join(".agent/threads").join(id).join("thread.json"));
+    assert_eq!(
+        meta["context"]["workingDir"],
+        "/home/dev/src/upload service"
+    );
+    assert_eq!(meta["context"]["gitBranch"], "fix-flaky-upload");
+    assert_eq!(
+        meta["context"]["remoteUrl"],
+        "https://github.com/example/upload-service"
+    );
+    assert_eq!(meta["agent"]["version"], "0.0.1778100000-g1a2b3c");
+    assert_eq!(meta["updatedAt"], "2026-05-07T12:03:10.000Z");
+    let m = show_messages(&sb, &repo, id);
+    let a1 = m.iter().find(|x| x["id"] == format!("{id}-1")).unwrap();
+    assert_eq!(a1["model"], "claude-sonnet-4-6");
+    assert_eq!(a1["tokens"]["input"], 12);
+    assert_eq!(a1["tokens"]["output"], 96);
+    assert_eq!(a1["tokens"]["cacheReadInputTokens"], 14208);
+    assert_eq!(a1["stopReason"], "tool_use");
+    assert_eq!(a1["content"][0]["signature"], "sig-opaque-1");
+    assert_eq!(a1["toolCalls"][0]["status"], "failed");
+    // A string messageId, and a time from the usage record.
+    let a3 = m.iter().find(|x| x["id"] == format!("{id}-a3")).unwrap();
+    assert_eq!(a3["timestamp"], "2026-05-07T12:01:05.000Z");
+    assert_eq!(a3["toolCalls"][0]["status"], "completed");
+    assert_eq!(m.last().unwrap()["stopReason"], "end_turn");
+    // Again from stdin: nothing new.
+    let out = run_with_stdin(
+        sb.grove(&repo).args(["import", "amp", "-", "--json"]),
+        &export,
+    );
+    assert_eq!(
+        json(&String::from_utf8_lossy(&out.stdout))["threads"][0]["messagesAdded"],
+        0
+    );
+}

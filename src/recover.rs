@@ -79,6 +79,24 @@ impl Leftovers {
     /// steps are dealt with; one that failed is kept, and the errors returned.
     pub fn apply(self) -> Vec<Error> {
         let mut errors = Vec::new();
+        // First every half-made worktree: git, killed while adding one, may
+        // leave an entry that makes every `git worktree list` fail — and
+        // undoing another journal's branch lists worktrees.
+        for journal in &self.journals {
+            for step in &journal.steps {
+                if let Action::Worktree {
+                    repo,
+                    path,
+                    thread_dir,
+                    ..
+                } = step
+                    && !exists(&thread_dir.join(atsf::THREAD_FILE))
+                    && let Ok(repo) = Repo::new(repo)
+                {
+                    let _ = drop_worktree(&repo, path);
+                }
+            }
+        }
         for journal in self.journals {
             let mut ok = true;
             // Newest first: a worktree's thread is staged after the worktree.

@@ -822,7 +822,7 @@ fn an_amp_threads_export_imports_from_stdin_with_its_model_tokens_and_directory(
     let sb = Sandbox::new();
     let repo = sb.repo("r");
     let export =
-        std::fs::read(fixtures().join("amp/export-T-3c9d2e71-5b4a-4f0e-9a61-2f8b7c6d5e40.json"))
+        std::fs::read(fixtures().join("amp/export/T-3c9d2e71-5b4a-4f0e-9a61-2f8b7c6d5e40.json"))
             .unwrap();
     let out = run_with_stdin(
         sb.grove(&repo).args(["import", "amp", "-", "--json"]),

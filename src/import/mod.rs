@@ -25,8 +25,10 @@ pub mod codex;
 mod common;
 mod cursor;
 pub mod dagent;
+pub mod gemini;
 pub mod hq;
 mod lines;
+pub mod opencode;
 pub mod sage;
 mod stream;
 mod tree;
@@ -89,6 +91,8 @@ pub static FORMATS: &[&dyn Format] = &[
     &dagent::Dagent,
     &hq::Hq,
     &amp::Amp,
+    &gemini::Gemini,
+    &opencode::OpenCode,
 ];
 
 /// The format named `name`.

@@ -871,3 +871,181 @@ fn an_amp_threads_export_imports_from_stdin_with_its_model_tokens_and_directory(
         0
     );
 }
+
+#[test]
+fn gemini_cli_chats_import_sessions_jsonl_updates_and_saved_chats() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let src = sb.path().join("gemini");
+    copy_tree(&fixtures().join("gemini"), &src);
+    let out = import_json(&sb, &repo, "gemini", &src);
+    assert!(out["errors"].as_array().unwrap().is_empty(), "{out}");
+    assert_eq!(out["threads"].as_array().unwrap().len(), 3);
+
+    let id = "gemini-f86f5318-f47b-4433-85f8-ec9d9a417f8e";
+    let m = show_messages(&sb, &repo, id);
+    assert_eq!(m.len(), 5);
+    assert_eq!(m[0]["role"], "user");
+    assert_eq!(m[1]["content"][0]["type"], "thinking");
+    let read = &m[1]["toolCalls"][0];
+    assert_eq!(read["status"], "completed");
+    assert_eq!(read["title"], "ReadFile");
+    assert_eq!(read["output"], "export const DEFAULT_UNIT = 'F';");
+    assert_eq!(m[1]["tokens"]["input"], 8396);
+    assert_eq!(m[1]["tokens"]["thoughts"], 24);
+    assert_eq!(m[1]["model"], "gemini-2.5-pro");
+    assert_eq!(m[2]["toolCalls"][0]["status"], "failed");
+    assert!(
+        m[2]["toolCalls"][0]["output"]
+            .as_str()
+            .unwrap()
+            .contains("exited with code 1")
+    );
+    assert_eq!(m[3]["role"], "system", "an info message");
+    let meta = read_json(&repo.join(".agent/threads").join(id).join("thread.json"));
+    assert_eq!(
+        meta["context"]["workingDir"], "/home/dev/src/weather-cli",
+        ".project_root"
+    );
+
+    // JSON Lines: the message written again when its tool finished is one message, finished.
+    let jl = show_messages(&sb, &repo, "gemini-3e0b7a52-9c1d-4e8f-b7a6-0d1c2b3a4f5e");
+    assert_eq!(jl.len(), 3);
+    assert_eq!(jl[0]["content"][1]["type"], "image");
+    assert!(jl[0]["content"][1]["assetRef"].is_string());
+    assert_eq!(jl[1]["toolCalls"][0]["status"], "completed");
+    // A chat saved with /chat save: its call joined to the response.
+    let saved = show_messages(&sb, &repo, "gemini-7d4a1c0e-checkpoint-release-notes");
+    assert_eq!(saved.len(), 3);
+    assert_eq!(saved[1]["content"][0]["type"], "thinking");
+    assert_eq!(saved[1]["toolCalls"][0]["status"], "completed");
+
+    // Again: nothing changes. Grown: only the new message.
+    let agent = repo.join(".agent");
+    let before = snapshot(&agent);
+    import_json(&sb, &repo, "gemini", &src);
+    assert_eq!(snapshot(&agent), before);
+    let file = src.join("tmp/7d4a1c0e9b2f/chats/session-2026-09-02T14-53-3e0b7a52.jsonl");
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str("{\"id\":\"u-2\",\"timestamp\":\"2026-09-02T14:56:00.000Z\",\"type\":\"user\",\"content\":[{\"text\":\"Thanks\"}]}\n");
+    std::fs::write(&file, text).unwrap();
+    let out = import_json(&sb, &repo, "gemini", &file);
+    assert_eq!(out["threads"][0]["messagesAdded"], 1);
+    let out = run(sb.grove(&repo).args(["validate"]));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn a_gemini_tool_stored_running_gets_its_result_when_the_chat_is_imported_again() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let chats = sb.dir("gemini/tmp/abc/chats");
+    let file = chats.join("session-2026-09-03T10-00-12345678.jsonl");
+    let meta = r#"{"sessionId":"12345678-0000-4000-8000-000000000000","projectHash":"abc","startTime":"2026-09-03T10:00:00.000Z"}"#;
+    let user =
+        r#"{"id":"u","timestamp":"2026-09-03T10:00:01.000Z","type":"user","content":"run it"}"#;
+    let running = r#"{"id":"g","timestamp":"2026-09-03T10:00:02.000Z","type":"gemini","content":"","toolCalls":[{"id":"sh-1","name":"run_shell_command","args":{"command":"make"},"status":"executing"}]}"#;
+    let done = r#"{"id":"g","timestamp":"2026-09-03T10:00:02.000Z","type":"gemini","content":"","toolCalls":[{"id":"sh-1","name":"run_shell_command","args":{"command":"make"},"status":"success","result":[{"functionResponse":{"id":"sh-1","name":"run_shell_command","response":{"output":"built"}}}]}]}"#;
+    std::fs::write(&file, format!("{meta}\n{user}\n{running}\n")).unwrap();
+    set_old(&file);
+    import_json(&sb, &repo, "gemini", &file);
+    let id = "gemini-12345678-0000-4000-8000-000000000000";
+    assert_eq!(
+        show_messages(&sb, &repo, id)[1]["toolCalls"][0]["status"],
+        "running"
+    );
+    std::fs::write(&file, format!("{meta}\n{user}\n{running}\n{done}\n")).unwrap();
+    import_json(&sb, &repo, "gemini", &file);
+    let m = show_messages(&sb, &repo, id);
+    assert_eq!(m.len(), 3);
+    assert_eq!(m[2]["completesMessage"], "g");
+    assert_eq!(m[2]["toolCalls"][0]["output"], "built");
+}
+
+#[test]
+fn opencode_sessions_import_with_parts_tools_tokens_and_subagents() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let src = sb.path().join("opencode");
+    copy_tree(&fixtures().join("opencode"), &src);
+    let out = import_json(&sb, &repo, "opencode", &src.join("storage"));
+    assert!(out["errors"].as_array().unwrap().is_empty(), "{out}");
+    assert_eq!(out["threads"].as_array().unwrap().len(), 2);
+    let id = "opencode-ses_469cf929cffeBICghRNeI7BWy6";
+    let meta = read_json(&repo.join(".agent/threads").join(id).join("thread.json"));
+    assert_eq!(meta["title"], "Add pagination to GET /todos");
+    assert_eq!(meta["context"]["workingDir"], "/home/dev/src/todo-api");
+    assert_eq!(meta["agent"]["version"], "1.0.150");
+    let m = show_messages(&sb, &repo, id);
+    assert_eq!(m.len(), 4);
+    assert_eq!(m[0]["role"], "user");
+    assert_eq!(
+        first_text(&m[0]),
+        "Add pagination to GET /todos (limit and cursor)."
+    );
+    assert_eq!(m[0]["content"][1]["synthetic"], true);
+    assert!(
+        m[0]["content"][2]["assetRef"].is_string(),
+        "the attached image is an asset"
+    );
+    let a = &m[1];
+    assert_eq!(a["content"][0]["type"], "thinking");
+    assert_eq!(a["toolCalls"][0]["name"], "grep");
+    assert_eq!(a["toolCalls"][0]["status"], "completed");
+    assert_eq!(a["toolCalls"][0]["duration"], 350);
+    assert_eq!(a["toolCalls"][1]["status"], "failed");
+    assert_eq!(a["toolCalls"][1]["output"], "Error: 2 tests failed");
+    assert_eq!(a["tokens"]["input"], 12);
+    assert_eq!(a["tokens"]["reasoning"], 120);
+    assert_eq!(a["stopReason"], "tool-calls");
+    assert_eq!(a["model"], "claude-sonnet-4-5");
+    let kept: Vec<&str> = a["opencodeParts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kept, ["step-start", "patch", "step-finish"]);
+    let sub =
+        read_json(&repo.join(".agent/threads/opencode-ses_469cf61a0ffeQ3ZqRk2tGvQ1aB/thread.json"));
+    assert_eq!(sub["mainThreadID"], id);
+
+    // Again: nothing changes. A new message: only it.
+    let agent = repo.join(".agent");
+    let before = snapshot(&agent);
+    import_json(&sb, &repo, "opencode", &src.join("storage"));
+    assert_eq!(snapshot(&agent), before);
+    let storage = src.join("storage");
+    let msg = "msg_b96308000001NewUser0000001";
+    std::fs::write(
+        storage.join("message/ses_469cf929cffeBICghRNeI7BWy6").join(format!("{msg}.json")),
+        format!(r#"{{"id":"{msg}","sessionID":"ses_469cf929cffeBICghRNeI7BWy6","role":"user","time":{{"created":1767787400000}}}}"#),
+    )
+    .unwrap();
+    std::fs::create_dir_all(storage.join("part").join(msg)).unwrap();
+    std::fs::write(
+        storage.join("part").join(msg).join("prt_b96308000002nnnnnnnnnnnnnn.json"),
+        format!(r#"{{"id":"prt_b96308000002nnnnnnnnnnnnnn","sessionID":"ses_469cf929cffeBICghRNeI7BWy6","messageID":"{msg}","type":"text","text":"Ship it"}}"#),
+    )
+    .unwrap();
+    let out = import_json(&sb, &repo, "opencode", &storage);
+    let t = out["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["threadId"] == id)
+        .unwrap();
+    assert_eq!(t["messagesAdded"], 1);
+    let out = run(sb.grove(&repo).args(["validate"]));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

@@ -494,6 +494,55 @@ fn the_codex_amp_and_hq_importers_never_panic() {
 }
 
 #[test]
+fn the_gemini_and_opencode_importers_never_panic() {
+    importer_never_panics(
+        64,
+        "gemini",
+        &[
+            (
+                "gemini/tmp/7d4a1c0e9b2f/chats/session-2025-10-18T14-57-f86f5318.json",
+                "chats/session-a.json",
+            ),
+            (
+                "gemini/tmp/7d4a1c0e9b2f/chats/session-2026-09-02T14-53-3e0b7a52.jsonl",
+                "chats/session-b.jsonl",
+            ),
+            (
+                "gemini/tmp/7d4a1c0e9b2f/checkpoint-release-notes.json",
+                "checkpoint-c.json",
+            ),
+        ],
+        &["chats", "checkpoint-c.json"],
+    );
+    let s = "opencode/storage";
+    let ses = "ses_469cf929cffeBICghRNeI7BWy6";
+    let m = "msg_b96306e9a001K2mN4pQ7rS8tU1";
+    let files: Vec<(String, String)> = vec![
+        (
+            format!("{s}/session/4b0ea68d7af9a6031a7ffda7ad66e0cb83315750/{ses}.json"),
+            format!("storage/session/p/{ses}.json"),
+        ),
+        (
+            format!("{s}/message/{ses}/{m}.json"),
+            format!("storage/message/{ses}/{m}.json"),
+        ),
+        (
+            format!("{s}/part/{m}/prt_b96306e9a004ffffffffffffff.json"),
+            format!("storage/part/{m}/p1.json"),
+        ),
+        (
+            format!("{s}/part/{m}/prt_b96306e9a005gggggggggggggg.json"),
+            format!("storage/part/{m}/p2.json"),
+        ),
+    ];
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    importer_never_panics(64, "opencode", &refs, &["storage"]);
+}
+
+#[test]
 fn the_dagent_importer_never_panics() {
     let base = "dagent/current/.dagent/features/auth-feature";
     let legacy = "dagent/legacy/.dagent/features/login";

@@ -51,13 +51,7 @@ impl super::Format for Amp {
         _from: Option<&super::Resume>,
         out: &mut super::Output,
     ) -> Result<Option<super::Resume>> {
-        let threads = import_file(source, out.summary())?
-            .into_iter()
-            .collect::<Vec<_>>();
-        for t in threads {
-            out.thread(t)?;
-        }
-        Ok(None)
+        super::write_all(out, |summary| import_file(source, summary))
     }
 }
 

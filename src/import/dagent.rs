@@ -51,11 +51,7 @@ impl super::Format for Dagent {
         _from: Option<&super::Resume>,
         out: &mut super::Output,
     ) -> Result<Option<super::Resume>> {
-        let threads = import_dir(source, out.summary())?;
-        for t in threads {
-            out.thread(t)?;
-        }
-        Ok(None)
+        super::write_all(out, |summary| import_dir(source, summary))
     }
 }
 

@@ -74,11 +74,7 @@ impl super::Format for Gemini {
         _from: Option<&super::Resume>,
         out: &mut super::Output,
     ) -> Result<Option<super::Resume>> {
-        let thread = import_file(source, out.summary())?;
-        if let Some(t) = thread {
-            out.thread(t)?;
-        }
-        Ok(None)
+        super::write_all(out, |summary| import_file(source, summary))
     }
 }
 

@@ -83,6 +83,18 @@ pub trait Format: Sync {
     ) -> Result<Option<Resume>>;
 }
 
+/// For a format whose sources are read whole into threads: writes every
+/// thread `read` gives. There is nothing to resume.
+pub(crate) fn write_all<T: IntoIterator<Item = ImportedThread>>(
+    out: &mut Output,
+    read: impl FnOnce(&mut Summary) -> Result<T>,
+) -> Result<Option<Resume>> {
+    for thread in read(out.summary())? {
+        out.thread(thread)?;
+    }
+    Ok(None)
+}
+
 /// Every format grove imports.
 pub static FORMATS: &[&dyn Format] = &[
     &claude::Claude,

@@ -73,11 +73,7 @@ impl super::Format for OpenCode {
         _from: Option<&super::Resume>,
         out: &mut super::Output,
     ) -> Result<Option<super::Resume>> {
-        let thread = import_session(source, out.summary())?;
-        if let Some(t) = thread {
-            out.thread(t)?;
-        }
-        Ok(None)
+        super::write_all(out, |summary| import_session(source, summary))
     }
 }
 

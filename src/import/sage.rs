@@ -44,11 +44,7 @@ impl super::Format for Sage {
         _from: Option<&super::Resume>,
         out: &mut super::Output,
     ) -> Result<Option<super::Resume>> {
-        let threads = import_session(source, out.summary())?;
-        for t in threads {
-            out.thread(t)?;
-        }
-        Ok(None)
+        super::write_all(out, |summary| import_session(source, summary))
     }
 }
 

@@ -83,13 +83,7 @@ fn an_image_grove_cannot_store_is_a_placeholder_and_every_rollout_still_imports(
     // The human summary is printed even so.
     assert!(err.contains("6 thread(s) imported: 6 created"), "{err}");
     // Every placeholder is valid ATSF: no image block without an asset.
-    let out = run(sb.grove(&repo).args(["validate"]));
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert_valid(&sb, &repo);
 }
 
 #[test]
@@ -137,6 +131,32 @@ fn a_path_with_nothing_importable_says_what_layout_was_expected() {
         list_rows(&sb, &repo).len(),
         imported,
         "nothing more was written"
+    );
+}
+
+/// Copies fixture `fixture` and imports it as `format` with nothing left
+/// out: the copy and the summary.
+fn import_fixture(
+    sb: &Sandbox,
+    repo: &Path,
+    format: &str,
+    fixture: &str,
+) -> (std::path::PathBuf, serde_json::Value) {
+    let src = sb.path().join(fixture.replace('/', "-"));
+    copy_tree(&fixtures().join(fixture), &src);
+    let out = import_json(sb, repo, format, &src);
+    assert!(out["errors"].as_array().unwrap().is_empty(), "{out}");
+    (src, out)
+}
+
+/// `grove validate` finds nothing that breaks the spec.
+fn assert_valid(sb: &Sandbox, repo: &Path) {
+    let out = run(sb.grove(repo).args(["validate"]));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
     );
 }
 
@@ -192,10 +212,7 @@ const SHAPES_21: &str = "claude-5f1c2d3e-0000-4000-8000-0000000021a0";
 fn claude_2_1_transcripts_keep_every_prompt_and_call_and_hardly_a_placeholder() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");
-    let src = sb.path().join("v2.1");
-    copy_tree(&fixtures().join("claude/v2.1"), &src);
-    let out = import_json(&sb, &repo, "claude", &src);
-    assert!(out["errors"].as_array().unwrap().is_empty(), "{out}");
+    import_fixture(&sb, &repo, "claude", "claude/v2.1");
 
     // The real 2.1.14 session: its prompt, its four calls with their results.
     let real = show_messages(&sb, &repo, REAL_21);
@@ -528,10 +545,7 @@ const CODEX_15X: &str = "codex-019d4a2b-7c10-7e21-9a3b-5c6d7e8f9a0b";
 fn codex_0_15x_outputs_tokens_injected_context_and_compaction() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");
-    let src = sb.path().join("codex");
-    copy_tree(&fixtures().join("codex/v0.15x"), &src);
-    let out = import_json(&sb, &repo, "codex", &src);
-    assert!(out["errors"].as_array().unwrap().is_empty(), "{out}");
+    let (_, out) = import_fixture(&sb, &repo, "codex", "codex/v0.15x");
     assert_eq!(
         out["records"]["event_msg item_completed"]["skipped"], 2,
         "duplicates"
@@ -808,13 +822,7 @@ fn hq_checkpoints_as_they_really_look_keep_everything_and_reimport_changes_no_by
     import_json(&sb, &repo, "hq", &hq);
     assert_eq!(snapshot(&agent), before, "re-import changes no byte");
     // What the importers wrote is valid ATSF.
-    let out = run(sb.grove(&repo).args(["validate", "--json"]));
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert_valid(&sb, &repo);
 }
 
 #[test]
@@ -876,10 +884,7 @@ fn an_amp_threads_export_imports_from_stdin_with_its_model_tokens_and_directory(
 fn gemini_cli_chats_import_sessions_jsonl_updates_and_saved_chats() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");
-    let src = sb.path().join("gemini");
-    copy_tree(&fixtures().join("gemini"), &src);
-    let out = import_json(&sb, &repo, "gemini", &src);
-    assert!(out["errors"].as_array().unwrap().is_empty(), "{out}");
+    let (src, out) = import_fixture(&sb, &repo, "gemini", "gemini");
     assert_eq!(out["threads"].as_array().unwrap().len(), 3);
 
     let id = "gemini-f86f5318-f47b-4433-85f8-ec9d9a417f8e";
@@ -931,13 +936,7 @@ fn gemini_cli_chats_import_sessions_jsonl_updates_and_saved_chats() {
     std::fs::write(&file, text).unwrap();
     let out = import_json(&sb, &repo, "gemini", &file);
     assert_eq!(out["threads"][0]["messagesAdded"], 1);
-    let out = run(sb.grove(&repo).args(["validate"]));
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert_valid(&sb, &repo);
 }
 
 #[test]
@@ -1041,11 +1040,5 @@ fn opencode_sessions_import_with_parts_tools_tokens_and_subagents() {
         .find(|t| t["threadId"] == id)
         .unwrap();
     assert_eq!(t["messagesAdded"], 1);
-    let out = run(sb.grove(&repo).args(["validate"]));
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert_valid(&sb, &repo);
 }

@@ -130,6 +130,17 @@ struct Names {
 }
 
 impl Names {
+    /// The thread's title: what the session says, else a name from its id;
+    /// a subagent's says so.
+    fn title(&self, said: Option<String>) -> String {
+        let title = said.unwrap_or_else(|| format!("Claude Code session {}", short(&self.session)));
+        if self.agent_file {
+            format!("Subagent: {title}")
+        } else {
+            title
+        }
+    }
+
     fn of(path: &Path, session: Option<&str>) -> Names {
         let stem = path
             .file_stem()
@@ -245,14 +256,7 @@ fn import_whole(path: &Path, out: &mut Output) -> Result<Option<Resume>> {
             builder.record(out, i, &entries[i], raw, &mut results)?;
         }
     }
-    let title = builder
-        .title()
-        .unwrap_or_else(|| format!("Claude Code session {}", short(&names.session)));
-    let title = if names.agent_file {
-        format!("Subagent: {title}")
-    } else {
-        title
-    };
+    let title = names.title(builder.title());
     let index_of = builder.index_of.clone();
     let ended = builder.end(out);
     let cut = ended.unconsumed.unwrap_or(end);
@@ -418,14 +422,7 @@ fn import_tail(path: &Path, from: &Resume, out: &mut Output) -> Result<Option<Re
     for (i, e) in entries.iter().enumerate() {
         builder.record(out, i, e, records[i].clone(), &mut results)?;
     }
-    let title = builder
-        .title()
-        .unwrap_or_else(|| format!("Claude Code session {}", short(&names.session)));
-    let title = if names.agent_file {
-        format!("Subagent: {title}")
-    } else {
-        title
-    };
+    let title = names.title(builder.title());
     let ended = builder.end(out);
     let cut = ended.unconsumed.unwrap_or(end);
     out.set_offset(cut);

@@ -122,73 +122,85 @@ pub fn import_file(path: &Path, summary: &mut Summary) -> Result<Option<Imported
             summary.skip("message", format!("message {i} is not an object"));
             continue;
         };
-        let role_name = obj.get("role").and_then(Value::as_str).unwrap_or("");
-        let role = match role_name {
-            "user" => Role::User,
-            "assistant" => Role::Agent,
-            "info" => Role::System,
-            other => {
-                summary.count(&format!("role {other:?}")).raw += 1;
-                Role::System
-            }
-        };
-        let (mut content, calls, only_results) = blocks(obj.get("content"), &results);
-        if only_results {
-            // Joined to their calls, and kept in place as they are: Amp's
-            // message indices (relationships, forkPointIndex) stay right.
-            summary.count(role_name).joined += 1;
-            content = obj
-                .get("content")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|b| b.as_object().cloned().map(ContentBlock::Unknown))
-                .collect();
-        }
-        let usage = obj.get("usage").and_then(Value::as_object);
-        let time = time_of(obj.get("meta").and_then(|m| m.get("sentAt")))
-            .or_else(|| time_of(usage.and_then(|u| u.get("timestamp"))))
-            .or_else(|| first_block_time(obj.get("content")))
-            .unwrap_or_else(|| last_time.clone());
-        last_time = time.clone();
-        let mut msg = Message::new(role, content);
-        msg.id = match obj.get("messageId") {
-            Some(Value::String(n)) => format!("{id}-{n}"),
-            Some(n @ Value::Number(_)) => format!("{id}-{n}"),
-            _ => format!("{id}-{i}"),
-        };
-        msg.timestamp = time;
-        msg.tool_calls = (!calls.is_empty()).then_some(calls);
-        if let Some(u) = usage {
-            msg.model = u.get("model").and_then(Value::as_str).map(str::to_string);
-            let mut extra = u.clone();
-            let input = extra.remove("inputTokens").and_then(|v| v.as_u64());
-            let output = extra.remove("outputTokens").and_then(|v| v.as_u64());
-            extra.remove("model");
-            msg.tokens = Some(atsf::Tokens {
-                input,
-                output,
-                extra,
-            });
-        }
-        msg.stop_reason = obj
-            .get("state")
-            .and_then(|s| s.get("stopReason"))
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        let mut extra: Map<String, Value> = obj.clone();
-        extra.remove("content");
-        extra.remove("role");
-        msg.extra.insert("amp".into(), Value::Object(extra));
-        if !only_results && matches!(role_name, "user" | "assistant" | "info") {
-            summary.count(role_name).mapped += 1;
-        }
+        let msg = message(obj, &id, i, &results, last_time.clone(), summary);
+        last_time = msg.timestamp.clone();
         out.push(msg);
     }
     Ok(Some(ImportedThread {
         meta,
         messages: out,
     }))
+}
+
+/// Message `i` of thread `id`; `last_time` when it says none.
+fn message(
+    obj: &Map<String, Value>,
+    id: &str,
+    i: usize,
+    results: &HashMap<String, (String, bool)>,
+    last_time: String,
+    summary: &mut Summary,
+) -> Message {
+    let role_name = obj.get("role").and_then(Value::as_str).unwrap_or("");
+    let role = match role_name {
+        "user" => Role::User,
+        "assistant" => Role::Agent,
+        "info" => Role::System,
+        other => {
+            summary.count(&format!("role {other:?}")).raw += 1;
+            Role::System
+        }
+    };
+    let (mut content, calls, only_results) = blocks(obj.get("content"), results);
+    if only_results {
+        // Joined to their calls, and kept in place as they are: Amp's
+        // message indices (relationships, forkPointIndex) stay right.
+        summary.count(role_name).joined += 1;
+        content = obj
+            .get("content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|b| b.as_object().cloned().map(ContentBlock::Unknown))
+            .collect();
+    }
+    let usage = obj.get("usage").and_then(Value::as_object);
+    let mut msg = Message::new(role, content);
+    msg.timestamp = time_of(obj.get("meta").and_then(|m| m.get("sentAt")))
+        .or_else(|| time_of(usage.and_then(|u| u.get("timestamp"))))
+        .or_else(|| first_block_time(obj.get("content")))
+        .unwrap_or(last_time);
+    msg.id = match obj.get("messageId") {
+        Some(Value::String(n)) => format!("{id}-{n}"),
+        Some(n @ Value::Number(_)) => format!("{id}-{n}"),
+        _ => format!("{id}-{i}"),
+    };
+    msg.tool_calls = (!calls.is_empty()).then_some(calls);
+    if let Some(u) = usage {
+        msg.model = u.get("model").and_then(Value::as_str).map(str::to_string);
+        let mut extra = u.clone();
+        let input = extra.remove("inputTokens").and_then(|v| v.as_u64());
+        let output = extra.remove("outputTokens").and_then(|v| v.as_u64());
+        extra.remove("model");
+        msg.tokens = Some(atsf::Tokens {
+            input,
+            output,
+            extra,
+        });
+    }
+    msg.stop_reason = obj
+        .get("state")
+        .and_then(|s| s.get("stopReason"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let mut extra: Map<String, Value> = obj.clone();
+    extra.remove("content");
+    extra.remove("role");
+    msg.extra.insert("amp".into(), Value::Object(extra));
+    if !only_results && matches!(role_name, "user" | "assistant" | "info") {
+        summary.count(role_name).mapped += 1;
+    }
+    msg
 }
 
 /// A time as Amp writes it: milliseconds since the epoch, or ISO 8601.

@@ -282,56 +282,7 @@ fn import_session(
         && let Some(cp) = read_object(&checkpoint_file, "checkpoint.json", summary)?
     {
         summary.count("checkpoint.json").mapped += 1;
-        let s = cp.get("summary").and_then(Value::as_object);
-        let list = |k: &str| -> Vec<String> {
-            s.and_then(|s| s.get(k))
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|x| x.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let mut text = String::from("Checkpoint (compacted conversation)");
-        for (label, key) in [
-            ("Completed", "completed"),
-            ("In progress", "inProgress"),
-            ("Pending", "pending"),
-            ("Blockers", "blockers"),
-            ("Decisions", "decisions"),
-        ] {
-            let items = list(key);
-            if !items.is_empty() {
-                text.push_str(&format!("\n{label}:"));
-                for i in items {
-                    text.push_str(&format!("\n- {i}"));
-                }
-            }
-        }
-        let when = cp
-            .get("updatedAt")
-            .or_else(|| cp.get("createdAt"))
-            .and_then(Value::as_str)
-            .and_then(|t| atsf::normalize_timestamp(t).ok())
-            .unwrap_or_else(|| meta.created_at.clone());
-        let mut m = Message::new(Role::System, vec![ContentBlock::text(&text)]);
-        m.id = format!("checkpoint@{when}");
-        m.timestamp = when;
-        m.extra
-            .insert("dagentCheckpoint".into(), Value::Object(cp.clone()));
-        messages.push(m);
-        let done = list("completed");
-        if !done.is_empty() {
-            meta.conversation_summary = Some(done.join("; "));
-        }
-        let next: Vec<String> = list("inProgress")
-            .into_iter()
-            .chain(list("pending"))
-            .collect();
-        if !next.is_empty() {
-            meta.next_steps = Some(crate::atsf::notes(next));
-        }
+        messages.push(checkpoint_message(&cp, &mut meta));
         dagent.insert("checkpoint".into(), Value::Object(cp));
     }
     let chat_file = dir.join("chat.json");
@@ -345,45 +296,7 @@ fn import_session(
             &chat_file,
             summary,
         ) {
-            let role_name = e.get("role").and_then(Value::as_str).unwrap_or("");
-            let role = match role_name {
-                "user" => Role::User,
-                "assistant" => Role::Agent,
-                "system" => Role::System,
-                _ => {
-                    summary.count("chat message").raw += 1;
-                    Role::System
-                }
-            };
-            let content = text_of(e.get("content"));
-            let ts = text_of(e.get("timestamp"));
-            let mut m = Message::new(role, vec![ContentBlock::text(&content)]);
-            m.id = e
-                .get("id")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .unwrap_or_else(|| stable_id("msg", &[role_name, &ts, &content]));
-            if let Ok(t) = atsf::normalize_timestamp(&ts) {
-                m.timestamp = t;
-            }
-            if let Some(tokens) = e.get("metadata").and_then(|md| md.get("tokens")) {
-                m.tokens = Some(Tokens {
-                    input: tokens.get("input").and_then(Value::as_u64),
-                    output: tokens.get("output").and_then(Value::as_u64),
-                    extra: Extra::new(),
-                });
-            }
-            let mut rest = e.clone();
-            for k in ["id", "role", "content", "timestamp"] {
-                rest.remove(k);
-            }
-            if !rest.is_empty() {
-                m.extra.insert("dagent".into(), Value::Object(rest));
-            }
-            if matches!(role_name, "user" | "assistant" | "system") {
-                summary.count("chat message").mapped += 1;
-            }
-            messages.push(m);
+            messages.push(chat_message(e, summary));
         }
         let mut rest = chat.clone();
         rest.remove("messages");
@@ -392,6 +305,105 @@ fn import_session(
     meta.metadata_mut()
         .insert("dagent".into(), Value::Object(dagent));
     Ok(Some(ImportedThread { meta, messages }))
+}
+
+/// The checkpoint's summary as a `system` message (its id is its time: a
+/// later compaction adds a new one); its lists become the thread's summary
+/// and next steps.
+fn checkpoint_message(cp: &Map<String, Value>, meta: &mut atsf::ThreadMeta) -> Message {
+    let s = cp.get("summary").and_then(Value::as_object);
+    let list = |k: &str| -> Vec<String> {
+        s.and_then(|s| s.get(k))
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut text = String::from("Checkpoint (compacted conversation)");
+    for (label, key) in [
+        ("Completed", "completed"),
+        ("In progress", "inProgress"),
+        ("Pending", "pending"),
+        ("Blockers", "blockers"),
+        ("Decisions", "decisions"),
+    ] {
+        let items = list(key);
+        if !items.is_empty() {
+            text.push_str(&format!("\n{label}:"));
+            for i in items {
+                text.push_str(&format!("\n- {i}"));
+            }
+        }
+    }
+    let when = cp
+        .get("updatedAt")
+        .or_else(|| cp.get("createdAt"))
+        .and_then(Value::as_str)
+        .and_then(|t| atsf::normalize_timestamp(t).ok())
+        .unwrap_or_else(|| meta.created_at.clone());
+    let mut m = Message::new(Role::System, vec![ContentBlock::text(&text)]);
+    m.id = format!("checkpoint@{when}");
+    m.timestamp = when;
+    m.extra
+        .insert("dagentCheckpoint".into(), Value::Object(cp.clone()));
+    let done = list("completed");
+    if !done.is_empty() {
+        meta.conversation_summary = Some(done.join("; "));
+    }
+    let next: Vec<String> = list("inProgress")
+        .into_iter()
+        .chain(list("pending"))
+        .collect();
+    if !next.is_empty() {
+        meta.next_steps = Some(crate::atsf::notes(next));
+    }
+    m
+}
+
+/// One `chat.json` message.
+fn chat_message(e: &Map<String, Value>, summary: &mut Summary) -> Message {
+    let role_name = e.get("role").and_then(Value::as_str).unwrap_or("");
+    let role = match role_name {
+        "user" => Role::User,
+        "assistant" => Role::Agent,
+        "system" => Role::System,
+        _ => {
+            summary.count("chat message").raw += 1;
+            Role::System
+        }
+    };
+    let content = text_of(e.get("content"));
+    let ts = text_of(e.get("timestamp"));
+    let mut m = Message::new(role, vec![ContentBlock::text(&content)]);
+    m.id = e
+        .get("id")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| stable_id("msg", &[role_name, &ts, &content]));
+    if let Ok(t) = atsf::normalize_timestamp(&ts) {
+        m.timestamp = t;
+    }
+    if let Some(tokens) = e.get("metadata").and_then(|md| md.get("tokens")) {
+        m.tokens = Some(Tokens {
+            input: tokens.get("input").and_then(Value::as_u64),
+            output: tokens.get("output").and_then(Value::as_u64),
+            extra: Extra::new(),
+        });
+    }
+    let mut rest = e.clone();
+    for k in ["id", "role", "content", "timestamp"] {
+        rest.remove(k);
+    }
+    if !rest.is_empty() {
+        m.extra.insert("dagent".into(), Value::Object(rest));
+    }
+    if matches!(role_name, "user" | "assistant" | "system") {
+        summary.count("chat message").mapped += 1;
+    }
+    m
 }
 
 fn import_legacy_chat(

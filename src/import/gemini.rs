@@ -455,7 +455,40 @@ fn checkpoint(path: &Path, name: &str, history: &[Value], summary: &mut Summary)
         })
         .and_then(|t| atsf::normalize_timestamp(&t).ok())
         .unwrap_or_else(atsf::now_timestamp);
-    // Responses by the call they answer (their name, in order).
+    let mut responses = responses_by_call(history);
+    let mut messages = Vec::new();
+    for (i, turn) in history.iter().enumerate() {
+        let items = turn
+            .get("parts")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if !items.is_empty() && items.iter().all(|p| p.get("functionResponse").is_some()) {
+            summary.count("functionResponse").joined += items.len() as u64;
+            continue;
+        }
+        let role_name = turn.get("role").and_then(Value::as_str).unwrap_or("");
+        let mut m = saved_turn(&format!("{id}-{i}"), role_name, &items, &mut responses);
+        m.timestamp = created.clone();
+        summary.count(&format!("{role_name} turn")).mapped += 1;
+        messages.push(m);
+    }
+    let title = format!("Gemini chat {tag}");
+    let mut meta = crate::threads::new_meta(&title, "gemini-cli", context(path));
+    meta.thread_id = id.clone();
+    meta.created_at = created.clone();
+    meta.updated_at = created;
+    meta.agent.name = "Gemini CLI".into();
+    meta.metadata_mut().insert(
+        "import".into(),
+        json!({"format": "gemini", "source": path, "sourceId": tag}),
+    );
+    ImportedThread { meta, messages }
+}
+
+/// Function responses of a saved chat, by the call they answer (its id, or
+/// its name), in order.
+fn responses_by_call(history: &[Value]) -> HashMap<String, Vec<Value>> {
     let mut responses: HashMap<String, Vec<Value>> = HashMap::new();
     for turn in history {
         for p in turn
@@ -475,90 +508,73 @@ fn checkpoint(path: &Path, name: &str, history: &[Value], summary: &mut Summary)
             }
         }
     }
-    let mut messages = Vec::new();
-    for (i, turn) in history.iter().enumerate() {
-        let role_name = turn.get("role").and_then(Value::as_str).unwrap_or("");
-        let items = turn
-            .get("parts")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        if items.iter().all(|p| p.get("functionResponse").is_some()) && !items.is_empty() {
-            summary.count("functionResponse").joined += items.len() as u64;
-            continue;
-        }
-        let mut calls = Vec::new();
-        let mut content = Vec::new();
-        for p in &items {
-            if let Some(fc) = p.get("functionCall") {
-                let name = fc.get("name").and_then(Value::as_str).unwrap_or("tool");
-                let key = fc
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .unwrap_or(name)
-                    .to_string();
-                let response = responses
-                    .get_mut(&key)
-                    .and_then(|r| (!r.is_empty()).then(|| r.remove(0)));
-                let out = response.as_ref().and_then(|r| r.get("response")).map(|r| {
-                    match r.get("output") {
+    responses
+}
+
+/// One turn of a saved chat: its text, thoughts and function calls (each
+/// with the next response to it).
+fn saved_turn(
+    id: &str,
+    role_name: &str,
+    items: &[Value],
+    responses: &mut HashMap<String, Vec<Value>>,
+) -> Message {
+    let mut calls = Vec::new();
+    let mut content = Vec::new();
+    for p in items {
+        if let Some(fc) = p.get("functionCall") {
+            let name = fc.get("name").and_then(Value::as_str).unwrap_or("tool");
+            let key = fc.get("id").and_then(Value::as_str).unwrap_or(name);
+            let response = responses
+                .get_mut(key)
+                .and_then(|r| (!r.is_empty()).then(|| r.remove(0)));
+            let out =
+                response
+                    .as_ref()
+                    .and_then(|r| r.get("response"))
+                    .map(|r| match r.get("output") {
                         Some(Value::String(t)) => t.clone(),
                         _ => r.to_string(),
-                    }
-                });
-                calls.push(ToolCall {
-                    tool_call_id: format!("{id}-{i}-{}", calls.len()),
-                    name: name.to_string(),
-                    title: None,
-                    status: if out.is_some() {
-                        ToolStatus::Completed
-                    } else {
-                        ToolStatus::Pending
-                    },
-                    input: fc.get("args").map(Value::to_string),
-                    output: out,
-                    duration: None,
-                    diff: None,
-                    extra: Extra::new(),
-                });
-            } else if p.get("thought").and_then(Value::as_bool) == Some(true) {
-                content.push(ContentBlock::Thinking {
-                    text: p
-                        .get("text")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string(),
-                    extra: Extra::new(),
-                });
-            } else if let Some(block) = part(p) {
-                content.push(block);
-            }
+                    });
+            calls.push(ToolCall {
+                tool_call_id: format!("{id}-{}", calls.len()),
+                name: name.to_string(),
+                title: None,
+                status: if out.is_some() {
+                    ToolStatus::Completed
+                } else {
+                    ToolStatus::Pending
+                },
+                input: fc.get("args").map(Value::to_string),
+                output: out,
+                duration: None,
+                diff: None,
+                extra: Extra::new(),
+            });
+        } else if p.get("thought").and_then(Value::as_bool) == Some(true) {
+            content.push(ContentBlock::Thinking {
+                text: p
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+                extra: Extra::new(),
+            });
+        } else if let Some(block) = part(p) {
+            content.push(block);
         }
-        let mut m = Message::new(
-            if role_name == "user" {
-                Role::User
-            } else {
-                Role::Agent
-            },
-            content,
-        );
-        m.id = format!("{id}-{i}");
-        m.timestamp = created.clone();
-        if !calls.is_empty() {
-            m.tool_calls = Some(calls);
-        }
-        summary.count(&format!("{role_name} turn")).mapped += 1;
-        messages.push(m);
     }
-    let title = format!("Gemini chat {tag}");
-    let mut meta = crate::threads::new_meta(&title, "gemini-cli", context(path));
-    meta.thread_id = id.clone();
-    meta.created_at = created.clone();
-    meta.updated_at = created;
-    meta.agent.name = "Gemini CLI".into();
-    meta.metadata_mut().insert(
-        "import".into(),
-        json!({"format": "gemini", "source": path, "sourceId": tag}),
+    let mut m = Message::new(
+        if role_name == "user" {
+            Role::User
+        } else {
+            Role::Agent
+        },
+        content,
     );
-    ImportedThread { meta, messages }
+    m.id = id.to_string();
+    if !calls.is_empty() {
+        m.tool_calls = Some(calls);
+    }
+    m
 }

@@ -168,24 +168,69 @@ pub(super) struct Shape {
 /// (`agent_file`) every record is a sidechain and all of them are the
 /// conversation.
 pub(super) fn shape<N: Node>(records: &[N], agent_file: bool) -> Shape {
-    // The tree.
-    let by_uuid: HashMap<&str, usize> = records
-        .iter()
-        .enumerate()
-        .filter_map(|(i, r)| r.uuid().map(|u| (u, i)))
+    let tree = Tree::new(records, agent_file);
+    let main_chain = tree.main_chain();
+    let main_set: HashSet<usize> = main_chain.iter().copied().collect();
+    let (forks, mut claimed) = tree.forks(&main_set);
+    let sidechains = if agent_file {
+        Vec::new()
+    } else {
+        tree.sidechains()
+    };
+    for (_, members) in &sidechains {
+        claimed.extend(members.iter().copied());
+    }
+    let main_records = (0..records.len())
+        .filter(|i| main_set.contains(i) || !claimed.contains(i))
         .collect();
-    let mut children: HashMap<&str, Vec<usize>> = HashMap::new();
-    for (i, r) in records.iter().enumerate() {
-        if let Some(p) = r.parent() {
-            children.entry(p).or_default().push(i);
+    Shape {
+        main_records,
+        forks,
+        sidechains,
+    }
+}
+
+/// The records' tree: who is whose parent.
+struct Tree<'a, N> {
+    records: &'a [N],
+    agent_file: bool,
+    by_uuid: HashMap<&'a str, usize>,
+    children: HashMap<&'a str, Vec<usize>>,
+}
+
+impl<'a, N: Node> Tree<'a, N> {
+    fn new(records: &'a [N], agent_file: bool) -> Self {
+        let by_uuid = records
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.uuid().map(|u| (u, i)))
+            .collect();
+        let mut children: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, r) in records.iter().enumerate() {
+            if let Some(p) = r.parent() {
+                children.entry(p).or_default().push(i);
+            }
+        }
+        Tree {
+            records,
+            agent_file,
+            by_uuid,
+            children,
         }
     }
-    let has_child = |i: usize| records[i].uuid().is_some_and(|u| children.contains_key(u));
-    let chain_to = |leaf: usize| -> Vec<usize> {
+
+    fn has_child(&self, i: usize) -> bool {
+        self.records[i]
+            .uuid()
+            .is_some_and(|u| self.children.contains_key(u))
+    }
+
+    /// The records from the root to `leaf`.
+    fn chain_to(&self, leaf: usize) -> Vec<usize> {
         let mut chain = vec![leaf];
         let mut seen = HashSet::from([leaf]);
         let mut cur = leaf;
-        while let Some(&p) = records[cur].parent().and_then(|p| by_uuid.get(p)) {
+        while let Some(&p) = self.records[cur].parent().and_then(|p| self.by_uuid.get(p)) {
             if !seen.insert(p) {
                 break;
             }
@@ -194,119 +239,129 @@ pub(super) fn shape<N: Node>(records: &[N], agent_file: bool) -> Shape {
         }
         chain.reverse();
         chain
-    };
-    // In a subagent file every record is a sidechain: it is the main line there.
-    let in_main = |r: &N| r.uuid().is_some() && (agent_file || !r.sidechain());
-    let newest = |idx: &[usize]| -> Option<usize> {
+    }
+
+    /// In a subagent file every record is a sidechain: it is the main line there.
+    fn in_main(&self, i: usize) -> bool {
+        let r = &self.records[i];
+        r.uuid().is_some() && (self.agent_file || !r.sidechain())
+    }
+
+    fn newest(&self, idx: &[usize]) -> Option<usize> {
         idx.iter()
             .copied()
-            .max_by_key(|&i| (records[i].time(), records[i].line()))
-    };
-    let main_leaves: Vec<usize> = (0..records.len())
-        .filter(|&i| in_main(&records[i]) && !has_child(i))
-        .collect();
-    // The newest leaf below the last prompt or reply; without any, the newest leaf.
-    let last_said = (0..records.len())
-        .rev()
-        .find(|&i| in_main(&records[i]) && records[i].substantive());
-    let main_leaf = match last_said {
-        Some(said) => {
-            let mut below = Vec::new();
-            let mut stack = vec![said];
-            let mut seen = HashSet::new();
-            while let Some(i) = stack.pop() {
-                if !seen.insert(i) {
-                    continue;
-                }
-                let kids: Vec<usize> = records[i]
-                    .uuid()
-                    .and_then(|u| children.get(u))
-                    .map(|k| {
-                        k.iter()
-                            .copied()
-                            .filter(|&c| in_main(&records[c]))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                if kids.is_empty() {
-                    below.push(i);
-                }
-                stack.extend(kids);
-            }
-            newest(&below)
-        }
-        None => newest(&main_leaves),
-    };
-    let main_chain: Vec<usize> = main_leaf.map(chain_to).unwrap_or_default();
-    let main_set: HashSet<usize> = main_chain.iter().copied().collect();
+            .max_by_key(|&i| (self.records[i].time(), self.records[i].line()))
+    }
 
-    // Other branches: forks when they hold a prompt or a reply. Leaves of
-    // one branch (a progress record beside a tool result) make one fork.
-    let mut forks: Vec<(usize, Vec<usize>, usize)> = Vec::new(); // (leaf, records, divergence)
-    let mut claimed: HashSet<usize> = main_set.clone();
-    let mut fork_of: HashMap<usize, usize> = HashMap::new(); // record → fork
-    let mut others: Vec<usize> = main_leaves
-        .iter()
-        .copied()
-        .filter(|l| !main_set.contains(l))
-        .collect();
-    others.sort_by_key(|&i| std::cmp::Reverse((records[i].time(), records[i].line())));
-    for leaf in others {
-        let chain = chain_to(leaf);
-        let Some(split) = chain.iter().rposition(|i| main_set.contains(i)) else {
-            continue;
+    fn main_leaves(&self) -> Vec<usize> {
+        (0..self.records.len())
+            .filter(|&i| self.in_main(i) && !self.has_child(i))
+            .collect()
+    }
+
+    /// The chain to the newest leaf below the last prompt or reply; without
+    /// any, to the newest leaf.
+    fn main_chain(&self) -> Vec<usize> {
+        let last_said = (0..self.records.len())
+            .rev()
+            .find(|&i| self.in_main(i) && self.records[i].substantive());
+        let leaf = match last_said {
+            Some(said) => {
+                let mut below = Vec::new();
+                let mut stack = vec![said];
+                let mut seen = HashSet::new();
+                while let Some(i) = stack.pop() {
+                    if !seen.insert(i) {
+                        continue;
+                    }
+                    let kids: Vec<usize> = self.records[i]
+                        .uuid()
+                        .and_then(|u| self.children.get(u))
+                        .map(|k| k.iter().copied().filter(|&c| self.in_main(c)).collect())
+                        .unwrap_or_default();
+                    if kids.is_empty() {
+                        below.push(i);
+                    }
+                    stack.extend(kids);
+                }
+                self.newest(&below)
+            }
+            None => self.newest(&self.main_leaves()),
         };
-        let branch = &chain[split + 1..];
-        if let Some(&f) = branch.iter().find_map(|i| fork_of.get(i)) {
-            for &i in branch {
-                if fork_of.insert(i, f).is_none() {
-                    forks[f].1.push(i);
+        leaf.map(|l| self.chain_to(l)).unwrap_or_default()
+    }
+
+    /// Other branches that hold a prompt or a reply: (leaf, records from the
+    /// root, where it left the conversation). Leaves of one branch (a
+    /// progress record beside a tool result) make one fork. Also every
+    /// record the conversation and the forks took.
+    #[allow(clippy::type_complexity)]
+    fn forks(
+        &self,
+        main_set: &HashSet<usize>,
+    ) -> (Vec<(usize, Vec<usize>, usize)>, HashSet<usize>) {
+        let mut forks: Vec<(usize, Vec<usize>, usize)> = Vec::new();
+        let mut claimed: HashSet<usize> = main_set.clone();
+        let mut fork_of: HashMap<usize, usize> = HashMap::new();
+        let mut others: Vec<usize> = self
+            .main_leaves()
+            .into_iter()
+            .filter(|l| !main_set.contains(l))
+            .collect();
+        others
+            .sort_by_key(|&i| std::cmp::Reverse((self.records[i].time(), self.records[i].line())));
+        for leaf in others {
+            let chain = self.chain_to(leaf);
+            let Some(split) = chain.iter().rposition(|i| main_set.contains(i)) else {
+                continue;
+            };
+            let branch = &chain[split + 1..];
+            if let Some(&f) = branch.iter().find_map(|i| fork_of.get(i)) {
+                for &i in branch {
+                    if fork_of.insert(i, f).is_none() {
+                        forks[f].1.push(i);
+                        claimed.insert(i);
+                    }
+                }
+                forks[f].1.sort();
+                continue;
+            }
+            if branch.iter().any(|&i| self.records[i].substantive()) {
+                let f = forks.len();
+                for &i in branch {
+                    fork_of.insert(i, f);
                     claimed.insert(i);
                 }
+                forks.push((leaf, chain.clone(), chain[split]));
             }
-            forks[f].1.sort();
-            continue;
         }
-        if branch.iter().any(|&i| records[i].substantive()) {
-            let f = forks.len();
-            for &i in branch {
-                fork_of.insert(i, f);
-                claimed.insert(i);
-            }
-            forks.push((leaf, chain.clone(), chain[split]));
-        }
+        (forks, claimed)
     }
-    // Sidechains inline: grouped by their root.
-    let mut sidechains: Vec<(String, Vec<usize>)> = Vec::new();
-    if !agent_file {
+
+    /// Sidechains written inline: (root uuid, records in file order).
+    fn sidechains(&self) -> Vec<(String, Vec<usize>)> {
         let mut groups: HashMap<usize, Vec<usize>> = HashMap::new();
-        for (i, r) in records.iter().enumerate() {
+        for (i, r) in self.records.iter().enumerate() {
             if r.sidechain() && r.uuid().is_some() {
-                let root = chain_to(i)
+                let root = self
+                    .chain_to(i)
                     .into_iter()
-                    .find(|&j| records[j].sidechain())
+                    .find(|&j| self.records[j].sidechain())
                     .unwrap_or(i);
                 groups.entry(root).or_default().push(i);
             }
         }
         let mut roots: Vec<usize> = groups.keys().copied().collect();
         roots.sort();
-        for root in roots {
-            let mut all = groups[&root].clone();
-            all.sort();
-            claimed.extend(all.iter().copied());
-            let root_uuid = records[root].uuid().unwrap_or("root").to_string();
-            sidechains.push((root_uuid, all));
-        }
-    }
-
-    let main_records = (0..records.len())
-        .filter(|i| main_set.contains(i) || !claimed.contains(i))
-        .collect();
-    Shape {
-        main_records,
-        forks,
-        sidechains,
+        roots
+            .into_iter()
+            .map(|root| {
+                let mut all = groups[&root].clone();
+                all.sort();
+                let uuid = self.records[root].uuid().unwrap_or("root").to_string();
+                (uuid, all)
+            })
+            .collect()
     }
 }
 

@@ -205,14 +205,13 @@ impl Results for TailResults<'_> {
 /// A whole transcript: the tree first, then each thread.
 fn import_whole(path: &Path, out: &mut Output) -> Result<Option<Resume>> {
     let live = is_live(path);
-    let scan = scan(path, 0, 1, live, out)?;
     let Scan {
         entries,
         end,
         next_line,
         facts,
         ..
-    } = scan;
+    } = scan(path, 0, 1, live, out)?;
     if !entries
         .iter()
         .any(|e| matches!(&*e.kind, "user" | "assistant"))
@@ -227,35 +226,10 @@ fn import_whole(path: &Path, out: &mut Output) -> Result<Option<Resume>> {
     }
     let names = Names::of(path, facts.session.as_deref());
     let shape = shape(&entries, names.agent_file);
-    let mut reread = Reread::open(path)?;
-    let uuids: HashSet<String> = entries
-        .iter()
-        .filter_map(|e| e.uuid.as_deref().map(str::to_string))
-        .collect();
-    let mut results = FileResults {
-        entries: &entries,
-        facts: &facts,
-        reread: Reread::open(path)?,
-    };
+    let mut whole = Whole::new(path, &entries, &facts, &names, live)?;
 
-    // The conversation.
-    let meta = thread_meta(
-        &names.main_id,
-        "",
-        &facts,
-        &entries,
-        &shape.main_records,
-        path,
-        &names,
-    );
-    let main = out.begin(meta)?;
-    let mut builder = Builder::new(main, true, live, Carried::default());
-    builder.uuids = uuids.clone();
-    for &i in &shape.main_records {
-        if let Some(raw) = reread.object(entries[i].offset, entries[i].len)? {
-            builder.record(out, i, &entries[i], raw, &mut results)?;
-        }
-    }
+    let meta = whole.meta(&names.main_id, "", &shape.main_records);
+    let (main, builder) = whole.feed(out, meta, &shape.main_records, Kind::Conversation)?;
     let title = names.title(builder.title());
     let index_of = builder.index_of.clone();
     let ended = builder.end(out);
@@ -266,62 +240,8 @@ fn import_whole(path: &Path, out: &mut Output) -> Result<Option<Resume>> {
         m.title = title.clone();
         set_waiting(m, ended.waiting);
     }
-
-    // Forks: branches with a prompt or a reply of their own.
-    for (leaf, chain, split) in &shape.forks {
-        let leaf_uuid = entries[*leaf].uuid.as_deref().unwrap_or("leaf");
-        let id = format!("{}-fork-{leaf_uuid}", names.main_id);
-        let mut meta = thread_meta(
-            &id,
-            &atsf::fork_title(&title),
-            &facts,
-            &entries,
-            chain,
-            path,
-            &names,
-        );
-        if let Some(m) = &mut main_meta {
-            link_fork(
-                m,
-                &mut meta,
-                index_of.get(split).copied(),
-                entries[*leaf].time.as_deref().map(str::to_string),
-            );
-        }
-        let fork = out.begin(meta)?;
-        let mut b = Builder::new(fork, false, false, Carried::default());
-        b.uuids = uuids.clone();
-        for &i in chain {
-            if let Some(raw) = reread.object(entries[i].offset, entries[i].len)? {
-                b.record(out, i, &entries[i], raw, &mut results)?;
-            }
-        }
-        b.end(out);
-        out.finish(fork)?;
-    }
-    // Sidechains written into the session file (before subagent files).
-    for (root, members) in &shape.sidechains {
-        let id = format!("{}-side-{root}", names.main_id);
-        let mut meta = thread_meta(&id, "", &facts, &entries, members, path, &names);
-        meta.main_thread_id = Some(names.main_id.clone());
-        let side = out.begin(meta)?;
-        let mut b = Builder::new(side, false, live, Carried::default());
-        b.uuids = uuids.clone();
-        for &i in members {
-            if let Some(raw) = reread.object(entries[i].offset, entries[i].len)? {
-                b.record(out, i, &entries[i], raw, &mut results)?;
-            }
-        }
-        let sub_title = format!(
-            "Subagent: {}",
-            b.title().unwrap_or_else(|| "sidechain".into())
-        );
-        if let Some(m) = out.meta_mut(side) {
-            m.title = sub_title;
-        }
-        b.end(out);
-        out.finish(side)?;
-    }
+    whole.forks(out, &shape.forks, &title, main_meta.as_mut(), &index_of)?;
+    whole.sidechains(out, &shape.sidechains)?;
     if let (Some(m), Some(slot)) = (main_meta, out.meta_mut(main)) {
         *slot = m;
     }
@@ -331,15 +251,14 @@ fn import_whole(path: &Path, out: &mut Output) -> Result<Option<Resume>> {
         // Sidechains interleave with the conversation: read it all next time.
         return Ok(None);
     }
-    let window = window_of(&entries, &shape.main_records, cut);
     let state = State {
-        session: names.session,
+        session: names.session.clone(),
         agent_file: names.agent_file,
-        cwd: facts.cwd.unwrap_or_default(),
-        branch: facts.branch,
-        version: facts.version,
+        cwd: facts.cwd.clone().unwrap_or_default(),
+        branch: facts.branch.clone(),
+        version: facts.version.clone(),
         created: first_time(&entries, &shape.main_records),
-        window,
+        window: window_of(&entries, &shape.main_records, cut),
         carried: ended.carried,
     };
     Ok(Some(Resume {
@@ -347,6 +266,139 @@ fn import_whole(path: &Path, out: &mut Output) -> Result<Option<Resume>> {
         line: line_at(&entries, cut, next_line),
         state: serde_json::to_value(state).unwrap_or(Value::Null),
     }))
+}
+
+/// A whole transcript being written: what each of its threads needs.
+struct Whole<'a> {
+    path: &'a Path,
+    entries: &'a [Entry],
+    facts: &'a Facts,
+    names: &'a Names,
+    uuids: HashSet<String>,
+    reread: Reread,
+    results: FileResults<'a>,
+    live: bool,
+}
+
+impl<'a> Whole<'a> {
+    fn new(
+        path: &'a Path,
+        entries: &'a [Entry],
+        facts: &'a Facts,
+        names: &'a Names,
+        live: bool,
+    ) -> Result<Self> {
+        Ok(Whole {
+            path,
+            entries,
+            facts,
+            names,
+            uuids: entries
+                .iter()
+                .filter_map(|e| e.uuid.as_deref().map(str::to_string))
+                .collect(),
+            reread: Reread::open(path)?,
+            results: FileResults {
+                entries,
+                facts,
+                reread: Reread::open(path)?,
+            },
+            live,
+        })
+    }
+
+    fn meta(&self, id: &str, title: &str, members: &[usize]) -> atsf::ThreadMeta {
+        thread_meta(
+            id,
+            title,
+            self.facts,
+            self.entries,
+            members,
+            self.path,
+            self.names,
+        )
+    }
+
+    /// Begins thread `meta` and feeds it the records `members`. `thread`
+    /// says which kind: the conversation's trailing records wait for the
+    /// next import; a fork is a finished branch, nothing of it deferred.
+    fn feed(
+        &mut self,
+        out: &mut Output,
+        meta: atsf::ThreadMeta,
+        members: &[usize],
+        thread: Kind,
+    ) -> Result<(super::ThreadHandle, Builder)> {
+        let handle = out.begin(meta)?;
+        let hold = thread == Kind::Conversation;
+        let live = self.live && thread != Kind::Fork;
+        let mut b = Builder::new(handle, hold, live, Carried::default());
+        b.uuids = self.uuids.clone();
+        for &i in members {
+            let e = &self.entries[i];
+            if let Some(raw) = self.reread.object(e.offset, e.len)? {
+                b.record(out, i, e, raw, &mut self.results)?;
+            }
+        }
+        Ok((handle, b))
+    }
+
+    /// Forks: branches with a prompt or a reply of their own, linked to the
+    /// conversation (`main`) where they left it.
+    fn forks(
+        &mut self,
+        out: &mut Output,
+        forks: &[(usize, Vec<usize>, usize)],
+        title: &str,
+        mut main: Option<&mut atsf::ThreadMeta>,
+        index_of: &HashMap<usize, u64>,
+    ) -> Result<()> {
+        for (leaf, chain, split) in forks {
+            let leaf_uuid = self.entries[*leaf].uuid.as_deref().unwrap_or("leaf");
+            let id = format!("{}-fork-{leaf_uuid}", self.names.main_id);
+            let mut meta = self.meta(&id, &atsf::fork_title(title), chain);
+            if let Some(m) = main.as_deref_mut() {
+                link_fork(
+                    m,
+                    &mut meta,
+                    index_of.get(split).copied(),
+                    self.entries[*leaf].time.as_deref().map(str::to_string),
+                );
+            }
+            let (fork, b) = self.feed(out, meta, chain, Kind::Fork)?;
+            b.end(out);
+            out.finish(fork)?;
+        }
+        Ok(())
+    }
+
+    /// Sidechains written into the session file (before subagent files).
+    fn sidechains(&mut self, out: &mut Output, sidechains: &[(String, Vec<usize>)]) -> Result<()> {
+        for (root, members) in sidechains {
+            let id = format!("{}-side-{root}", self.names.main_id);
+            let mut meta = self.meta(&id, "", members);
+            meta.main_thread_id = Some(self.names.main_id.clone());
+            let (side, b) = self.feed(out, meta, members, Kind::Sidechain)?;
+            let title = format!(
+                "Subagent: {}",
+                b.title().unwrap_or_else(|| "sidechain".into())
+            );
+            if let Some(m) = out.meta_mut(side) {
+                m.title = title;
+            }
+            b.end(out);
+            out.finish(side)?;
+        }
+        Ok(())
+    }
+}
+
+/// The threads a transcript makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Conversation,
+    Fork,
+    Sidechain,
 }
 
 /// The lines after the last import: they must go on the conversation.

@@ -235,9 +235,17 @@ impl<'a> Output<'a> {
                         thread.id()
                     )));
                 }
-                LogIndex {
-                    len: log_len(&thread),
-                    ..LogIndex::default()
+                let len = log_len(&thread);
+                if crate::store::recorded_length(&stored) == Some(len) {
+                    LogIndex {
+                        len,
+                        ..LogIndex::default()
+                    }
+                } else {
+                    // Lines thread.json does not describe (an import killed
+                    // between its append and thread.json, another writer):
+                    // what is new is decided by id.
+                    LogIndex::read(&thread.messages_path())?
                 }
             }
             None => LogIndex::read(&thread.messages_path())?,

@@ -15,10 +15,10 @@ pub use assets::{
 pub use id::{new_thread_id, validate_thread_id};
 pub use reader::MessageReader;
 pub use tail::TornTail;
-pub(crate) use thread::set_recorded_length;
 pub use thread::{
     AppendOptions, Appended, RepairReport, Restored, Snapshot, Thread, ThreadLock, validate_message,
 };
+pub(crate) use thread::{recorded_length, set_recorded_length};
 
 use crate::atsf::{self, Config, ThreadMeta};
 use crate::error::{Error, IoContext, Result};

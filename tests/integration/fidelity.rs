@@ -1042,3 +1042,48 @@ fn opencode_sessions_import_with_parts_tools_tokens_and_subagents() {
     assert_eq!(t["messagesAdded"], 1);
     assert_valid(&sb, &repo);
 }
+
+#[test]
+fn an_import_killed_between_its_append_and_thread_json_never_doubles_a_message() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let text = std::fs::read_to_string(
+        fixtures().join("claude/v2.1/cb88ae13-898d-4076-aeb5-bc37191c5d2e.jsonl"),
+    )
+    .unwrap();
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let file = sb
+        .dir("src")
+        .join("cb88ae13-898d-4076-aeb5-bc37191c5d2e.jsonl");
+    std::fs::write(&file, lines[..8].concat()).unwrap();
+    import_json(&sb, &repo, "claude", &file);
+    let dir = repo.join(".agent/threads").join(REAL_21);
+    // What a kill right after the log's append leaves: the new lines in the
+    // log, thread.json and the cursor as before.
+    let meta = std::fs::read(dir.join("thread.json")).unwrap();
+    let cursors = sb.grove_home().join("imports");
+    let saved: Vec<(std::path::PathBuf, Vec<u8>)> = std::fs::read_dir(&cursors)
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            let b = std::fs::read(&p).unwrap();
+            (p, b)
+        })
+        .collect();
+    std::fs::write(&file, text.clone()).unwrap();
+    import_json(&sb, &repo, "claude", &file);
+    std::fs::write(dir.join("thread.json"), meta).unwrap();
+    for (p, b) in saved {
+        std::fs::write(p, b).unwrap();
+    }
+    // The next import reads the same new lines again: none is written twice.
+    let out = import_json(&sb, &repo, "claude", &file);
+    assert_eq!(out["sources"][0]["read"], "tail");
+    let ids: Vec<String> = message_lines(&dir)
+        .iter()
+        .map(|m| m["id"].as_str().unwrap().to_string())
+        .collect();
+    let unique: std::collections::HashSet<&String> = ids.iter().collect();
+    assert_eq!(unique.len(), ids.len(), "{ids:#?}");
+    assert_valid(&sb, &repo);
+}

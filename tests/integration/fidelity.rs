@@ -884,10 +884,10 @@ fn an_amp_threads_export_imports_from_stdin_with_its_model_tokens_and_directory(
 fn gemini_cli_chats_import_sessions_jsonl_updates_and_saved_chats() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");
-    let (src, out) = import_fixture(&sb, &repo, "gemini", "gemini");
+    let (src, out) = import_fixture(&sb, &repo, "gemini", "gemini/tmp");
     assert_eq!(out["threads"].as_array().unwrap().len(), 3);
 
-    let id = "gemini-f86f5318-f47b-4433-85f8-ec9d9a417f8e";
+    let id = "gemini-0b9e2d41-7c3a-4f58-9e21-5d6c7b8a9f10";
     let m = show_messages(&sb, &repo, id);
     assert_eq!(m.len(), 5);
     assert_eq!(m[0]["role"], "user");
@@ -930,7 +930,7 @@ fn gemini_cli_chats_import_sessions_jsonl_updates_and_saved_chats() {
     let before = snapshot(&agent);
     import_json(&sb, &repo, "gemini", &src);
     assert_eq!(snapshot(&agent), before);
-    let file = src.join("tmp/7d4a1c0e9b2f/chats/session-2026-09-02T14-53-3e0b7a52.jsonl");
+    let file = src.join("7d4a1c0e9b2f/chats/session-2026-09-02T14-53-3e0b7a52.jsonl");
     let mut text = std::fs::read_to_string(&file).unwrap();
     text.push_str("{\"id\":\"u-2\",\"timestamp\":\"2026-09-02T14:56:00.000Z\",\"type\":\"user\",\"content\":[{\"text\":\"Thanks\"}]}\n");
     std::fs::write(&file, text).unwrap();
@@ -1085,5 +1085,30 @@ fn an_import_killed_between_its_append_and_thread_json_never_doubles_a_message()
         .collect();
     let unique: std::collections::HashSet<&String> = ids.iter().collect();
     assert_eq!(unique.len(), ids.len(), "{ids:#?}");
+    assert_valid(&sb, &repo);
+}
+
+#[test]
+fn the_published_gemini_session_imports_every_call_with_its_output() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let (_, out) = import_fixture(&sb, &repo, "gemini", "gemini/ai-sessions");
+    assert_eq!(out["records"]["gemini"]["mapped"], 4);
+    let m = show_messages(&sb, &repo, "gemini-f86f5318-f47b-4433-85f8-ec9d9a417f8e");
+    assert_eq!(m.len(), 6);
+    let calls: Vec<&serde_json::Value> = m
+        .iter()
+        .flat_map(|x| x["toolCalls"].as_array().into_iter().flatten())
+        .collect();
+    assert_eq!(calls.len(), 3);
+    assert!(calls.iter().all(|c| c["status"] == "completed"));
+    assert_eq!(calls[0]["title"], "ReadFolder");
+    assert!(calls[0]["output"].as_str().unwrap().contains("[DIR] src"));
+    // A result of several parts: the response and each text part.
+    assert_eq!(
+        calls[2]["output"],
+        "Tool execution succeeded.\n--- file1.txt ---\nContent of file 1\n--- file2.txt ---\nContent of file 2"
+    );
+    assert_eq!(m[4]["model"], "gemini-2.0-flash");
     assert_valid(&sb, &repo);
 }

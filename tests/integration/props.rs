@@ -500,7 +500,7 @@ fn the_gemini_and_opencode_importers_never_panic() {
         "gemini",
         &[
             (
-                "gemini/tmp/7d4a1c0e9b2f/chats/session-2025-10-18T14-57-f86f5318.json",
+                "gemini/tmp/7d4a1c0e9b2f/chats/session-2025-10-18T14-57-0b9e2d41.json",
                 "chats/session-a.json",
             ),
             (

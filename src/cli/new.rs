@@ -41,6 +41,16 @@ pub struct Args {
     #[arg(long)]
     carry: bool,
 
+    /// Start the thread in an existing task's worktree (a thread id or prefix,
+    /// or the worktree's path) instead of a new one: no new branch; the
+    /// thread is a sibling of the task's. Prints the worktree path.
+    #[arg(
+        long = "in",
+        value_name = "THREAD|PATH",
+        conflicts_with_all = ["no_worktree", "carry", "base", "branch", "dir"]
+    )]
+    in_: Option<String>,
+
     /// Run CMD in the new worktree afterwards (through the shell), with GROVE_PROMPT set.
     #[arg(long, value_name = "CMD")]
     exec: Option<String>,
@@ -94,6 +104,17 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
                 .into(),
         )
         .into());
+    }
+    if let Some(target) = &args.in_ {
+        return new_in(
+            &project,
+            target,
+            &title,
+            &agent,
+            args.prompt,
+            args.json,
+            out,
+        );
     }
     if !use_worktree {
         return new_local(&project, &title, &agent, args.prompt, args.json, out);
@@ -230,6 +251,96 @@ fn new_local(
         out.line(&meta.thread_id)?;
     }
     Ok(super::exit::SUCCESS)
+}
+
+/// `--in`: a new thread beside a task's, in its worktree.
+fn new_in(
+    project: &Project,
+    target: &str,
+    title: &str,
+    agent: &str,
+    prompt: Option<String>,
+    json: bool,
+    out: &Output,
+) -> anyhow::Result<u8> {
+    let (root, worktree) = task_worktree(project, target)?;
+    let there = Project::discover(&root)?;
+    if there.git.as_ref().map(|g| &g.main_root) != project.git.as_ref().map(|g| &g.main_root) {
+        anyhow::bail!(
+            "{} is not a worktree of this repository ({}): give a thread or worktree of it",
+            root.display(),
+            project.main_root.display()
+        );
+    }
+    let mut context = there.context();
+    context.worktree = worktree.or_else(|| linked_worktree(&there));
+    let meta = threads::new_meta(title, agent, context);
+    let prompts: Vec<String> = prompt.into_iter().collect();
+    let (thread, meta) = threads::start(&there.store(), &meta, &prompts)?;
+    if let Err(e) = grove::discovery::cache_if_in_worktree(&there, &thread) {
+        out.warn(&format!(
+            "the thread is not in grove's cache yet (the next `grove list` retries): {e}"
+        ));
+    }
+    if json {
+        out.json(&serde_json::json!({
+            "threadId": meta.thread_id,
+            "title": meta.title,
+            "branch": meta.context.git_branch,
+            "worktreePath": root,
+            "threadDir": thread.dir(),
+        }))?;
+    } else {
+        out.status(&format!(
+            "grove: created thread {} in {}",
+            meta.thread_id,
+            root.display()
+        ));
+        out.line(&root.display().to_string())?;
+    }
+    Ok(super::exit::SUCCESS)
+}
+
+/// The record of the linked worktree `project` is in (none for a main one).
+fn linked_worktree(project: &Project) -> Option<grove::atsf::WorktreeInfo> {
+    let branch = project.git.as_ref()?.branch.clone()?;
+    (project.root != project.main_root).then(|| grove::atsf::WorktreeInfo {
+        path: project.root.to_string_lossy().into_owned(),
+        branch,
+        extra: Default::default(),
+    })
+}
+
+/// The worktree `target` names — a directory, or a thread whose task's
+/// worktree it is — and the task's worktree record, when there is one.
+fn task_worktree(
+    project: &Project,
+    target: &str,
+) -> anyhow::Result<(PathBuf, Option<grove::atsf::WorktreeInfo>)> {
+    let path = project.cwd.join(target);
+    if path.is_dir() {
+        let root = Project::discover(&path)?.root;
+        return Ok((root, None));
+    }
+    let thread = grove::discovery::find_thread(project, target)?;
+    let meta = thread.meta()?;
+    let root = match &meta.context.worktree {
+        Some(w) if Path::new(&w.path).is_dir() => PathBuf::from(&w.path),
+        Some(w) => anyhow::bail!(
+            "the worktree of thread {} ({}) is gone: --in needs a worktree that is there (`grove new` makes a new task)",
+            meta.thread_id,
+            w.path
+        ),
+        // A thread in a project's own .agent/: that project.
+        None => thread
+            .dir()
+            .parent()
+            .and_then(Path::parent)
+            .and_then(Path::parent)
+            .map(Path::to_path_buf)
+            .ok_or_else(|| anyhow::anyhow!("thread {} is not in a project", meta.thread_id))?,
+    };
+    Ok((root, meta.context.worktree.clone()))
 }
 
 /// Asks on a terminal whether the repository's commands may run.

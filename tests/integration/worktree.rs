@@ -290,3 +290,57 @@ fn list_and_show_find_threads_in_every_worktree_from_anywhere() {
     let err = fails_with(sb.grove(&repo).args(["path", &local]), 1);
     assert!(err.contains("no worktree"), "{err}");
 }
+
+#[test]
+fn new_in_starts_a_sibling_thread_in_a_task_worktree() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let task = new_task(&sb, &repo, &["Task"]);
+    let wt = PathBuf::from(task["worktreePath"].as_str().unwrap());
+    let id = task["threadId"].as_str().unwrap();
+    let before = branches(&sb, &repo);
+
+    let by_thread = ok(sb
+        .grove(&repo)
+        .args(["new", "Second look", "--in", &id[..8]]));
+    assert_eq!(PathBuf::from(by_thread.trim_end()), wt);
+    let by_path = new_task(&sb, &repo, &["Third", "--in", wt.to_str().unwrap()]);
+    assert_eq!(by_path["worktreePath"], wt.display().to_string());
+    assert_eq!(branches(&sb, &repo), before, "no new branch");
+    assert_eq!(worktree_paths(&sb, &repo).len(), 2, "no new worktree");
+
+    let threads: Vec<_> = std::fs::read_dir(wt.join(".agent/threads"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(threads.len(), 3, "three siblings in the task's worktree");
+    let third =
+        read_json(&PathBuf::from(by_path["threadDir"].as_str().unwrap()).join("thread.json"));
+    assert_eq!(
+        third["context"]["worktree"]["path"],
+        wt.display().to_string()
+    );
+    assert_eq!(third["context"]["gitBranch"], task["branch"]);
+
+    let list = json(&ok(sb.grove(&repo).args(["list", "--json"])));
+    let rows = list.as_array().unwrap();
+    assert_eq!(rows.len(), 3, "{list}");
+    assert!(
+        rows.iter()
+            .all(|r| r["worktreePath"] == wt.display().to_string()),
+        "all three listed under the task's worktree: {list}"
+    );
+
+    let err = fails_with(
+        sb.grove(&repo).args(["new", "x", "--in", "nosuchthread"]),
+        1,
+    );
+    assert!(err.contains("nosuchthread"), "{err}");
+    fails_with(
+        sb.grove(&repo)
+            .args(["new", "x", "--in", id, "--branch", "b"]),
+        2,
+    );
+    assert_eq!(sb.git(&wt, &["status", "--porcelain"]), "");
+}

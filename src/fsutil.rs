@@ -396,6 +396,21 @@ impl FileLock {
         }
     }
 
+    /// Takes the lock, waiting at most `limit` for another holder; `None`
+    /// when it is still held then.
+    pub fn acquire_within(path: &Path, limit: std::time::Duration) -> Result<Option<FileLock>> {
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(lock) = FileLock::try_acquire(path)? {
+                return Ok(Some(lock));
+            }
+            if start.elapsed() >= limit {
+                return Ok(None);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(3));
+        }
+    }
+
     /// The lock file.
     pub fn path(&self) -> &Path {
         &self.path

@@ -12,6 +12,9 @@
 //! - [`fork`], [`graph`], [`delete`], [`checkpoint`]: thread operations —
 //!   forks and handoffs, mentions and the relationship graph, cascade
 //!   deletion, git checkpoints.
+//! - [`agent`], [`capture`]: starting Claude Code, Codex or a configured
+//!   agent in a task's worktree, and capturing its conversation into the
+//!   task's thread as it happens, through the agent's own hooks.
 //!
 //! ```
 //! use grove::atsf::{ContentBlock, Message, Role};
@@ -27,8 +30,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod agent;
 pub mod atsf;
 pub mod cache;
+pub mod capture;
 pub mod checkpoint;
 pub mod delete;
 pub mod discovery;

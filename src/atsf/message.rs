@@ -107,6 +107,19 @@ impl Message {
         self.tool_calls.as_ref().map_or(0, Vec::len)
     }
 
+    /// The text of its `text` blocks, one per line.
+    pub fn text(&self) -> String {
+        let parts: Vec<&str> = self
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                super::ContentBlock::Text { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        parts.join("\n")
+    }
+
     /// The id of the message whose tool calls this one completes, when it is
     /// a completion: see [`COMPLETES_KEY`].
     pub fn completes(&self) -> Option<&str> {

@@ -3,7 +3,8 @@
 use std::io::Write;
 use std::path::Path;
 
-use grove::discovery::{self, Options};
+use grove::capture::state::{self, AgentState};
+use grove::discovery::{self, Found, Options};
 use grove::graph::Graph;
 use grove::project::Project;
 use serde_json::json;
@@ -16,8 +17,10 @@ use super::output::human_time;
 ///
 /// Status: local (no worktree), live, dirty (uncommitted changes), merged
 /// (branch integrated into the default branch), missing (worktree directory
-/// gone), removed (kept in grove's cache). Reads only thread.json files,
-/// never messages.jsonl.
+/// gone), removed (kept in grove's cache). Agent: working, waiting (for
+/// you), idle or exited, and since when, for tasks whose agent is captured.
+/// Reads only thread.json files (and catches up captured sessions whose
+/// transcript grew).
 #[derive(clap::Args)]
 pub struct Args {
     /// Also list other repositories' cached threads.
@@ -36,34 +39,102 @@ pub struct Args {
     #[arg(long)]
     tree: bool,
 
+    /// Only tasks whose agent is in STATE (working, waiting, idle, exited); repeat for several.
+    #[arg(long = "state", value_name = "STATE", value_parser = parse_state)]
+    states: Vec<AgentState>,
+
+    /// Redraw the table whenever it changes, until interrupted (JSON: one
+    /// array per line).
+    #[arg(long, conflicts_with = "tree")]
+    watch: bool,
+
     /// Print a JSON array of threads.
     #[arg(long)]
     json: bool,
 }
 
+fn parse_state(s: &str) -> Result<AgentState, String> {
+    AgentState::parse(s).ok_or_else(|| format!("{s:?}: one of working, waiting, idle, exited"))
+}
+
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let project = Project::discover(cwd)?;
+    if args.watch {
+        return watch(&args, &project, out);
+    }
+    let (text, warnings, note) = render(&args, &project, out)?;
+    for w in &warnings {
+        out.warn(w);
+    }
+    if let Some(note) = note {
+        out.status(&note);
+    }
+    let mut w = std::io::stdout().lock();
+    w.write_all(text.as_bytes())?;
+    w.flush()?;
+    Ok(super::exit::SUCCESS)
+}
+
+/// `--watch`: the table again whenever it changes. On a terminal the screen
+/// is redrawn; piped, each new table follows the last.
+fn watch(args: &Args, project: &Project, out: &Output) -> anyhow::Result<u8> {
+    use std::io::IsTerminal;
+    let terminal = std::io::stdout().is_terminal();
+    let mut last = None;
+    loop {
+        let (mut text, _, note) = render(args, project, out)?;
+        if let Some(note) = note {
+            text.push_str(&note);
+            text.push('\n');
+        }
+        if last.as_ref() != Some(&text) {
+            let mut w = std::io::stdout().lock();
+            if terminal {
+                w.write_all(b"\x1b[H\x1b[2J")?;
+            } else if last.is_some() && !args.json {
+                w.write_all(b"\n")?;
+            }
+            w.write_all(text.as_bytes())?;
+            w.flush()?;
+            last = Some(text);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+}
+
+/// The threads as text (a table, a tree, JSON), what to warn about, and a
+/// note when no thread is shown.
+fn render(
+    args: &Args,
+    project: &Project,
+    out: &Output,
+) -> anyhow::Result<(String, Vec<String>, Option<String>)> {
     let found = discovery::discover(
-        &project,
+        project,
         Options {
             all_repos: args.all,
             statuses: true,
         },
     )?;
-    for e in &found.errors {
-        out.warn(&format!("skipped: {e}"));
-    }
-    let all_threads = found.threads.clone();
-    let mut threads = found.threads;
+    let mut warnings: Vec<String> = found
+        .errors
+        .iter()
+        .map(|e| format!("skipped: {e}"))
+        .collect();
+    let mut all_threads = found.threads;
+    warnings.extend(catch_up(&mut all_threads));
+    let mut threads = all_threads.clone();
     let hidden = threads.iter().filter(|f| f.meta.is_archived()).count();
     threads.retain(|f| {
-        (args.archived || !f.meta.is_archived()) && {
-            let tags = f.meta.tags();
-            args.tags.iter().all(|t| tags.contains(t))
-        }
+        (args.archived || !f.meta.is_archived())
+            && {
+                let tags = f.meta.tags();
+                args.tags.iter().all(|t| tags.contains(t))
+            }
+            && (args.states.is_empty()
+                || state::current(&f.meta).is_some_and(|s| args.states.contains(&s.state)))
     });
-    let stdout = std::io::stdout().lock();
-    let mut w = std::io::BufWriter::new(stdout);
+    let mut w: Vec<u8> = Vec::new();
     if args.tree {
         // The whole graph, so a hidden thread in the middle of a family is
         // not shown as deleted; archived threads alone are left out.
@@ -108,23 +179,31 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
                     "conversationSummary": f.meta.conversation_summary,
                     "nextSteps": f.meta.next_steps,
                     "git": f.meta.git,
+                    "agentState": state::current(&f.meta),
                 })
             })
             .collect();
-        serde_json::to_writer_pretty(&mut w, &rows)?;
+        if args.watch {
+            serde_json::to_writer(&mut w, &rows)?;
+        } else {
+            serde_json::to_writer_pretty(&mut w, &rows)?;
+        }
         w.write_all(b"\n")?;
     } else if threads.is_empty() {
-        if !args.tags.is_empty() {
-            out.status("grove: no thread has these tags");
+        let note = if !args.tags.is_empty() {
+            "grove: no thread has these tags".to_string()
+        } else if !args.states.is_empty() {
+            "grove: no task's agent is in that state".to_string()
         } else if hidden > 0 {
-            out.status(&format!(
-                "grove: only archived threads ({hidden}); `grove list --archived` shows them"
-            ));
+            format!("grove: only archived threads ({hidden}); `grove list --archived` shows them")
         } else {
-            out.status("grove: no threads yet; `grove new \"title\"` starts one");
-        }
+            "grove: no threads yet; `grove new \"title\"` starts one".to_string()
+        };
+        return Ok((String::new(), warnings, Some(note)));
     } else {
         let s = out.style();
+        // The agent column only when some task has an agent state.
+        let any_state = threads.iter().any(|f| state::current(&f.meta).is_some());
         for f in &threads {
             let id = super::output::short_id(&f.meta.thread_id);
             let status = match f.status.as_str() {
@@ -144,11 +223,24 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
             } else {
                 ""
             };
+            let agent = match state::current(&f.meta) {
+                Some(st) => {
+                    let cell = format!("{:<7} {:>4}  ", st.state.as_str(), age(&st.since));
+                    match st.state {
+                        AgentState::Waiting => s.yellow(&cell),
+                        AgentState::Working => s.green(&cell),
+                        _ => s.dim(&cell),
+                    }
+                }
+                None if any_state => " ".repeat(14),
+                None => String::new(),
+            };
             writeln!(
                 w,
-                "{}  {}  {}  {:>5} msgs  {:<20}  {}{}{}",
+                "{}  {}  {}{}  {:>5} msgs  {:<20}  {}{}{}",
                 s.yellow(&format!("{:<8}", s.text(id))),
                 status,
+                agent,
                 s.dim(&s.text(&human_time(&f.meta.updated_at))),
                 f.meta.stats.message_count,
                 s.text(f.branch.as_deref().unwrap_or("-")),
@@ -178,6 +270,53 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
             }
         }
     }
-    w.flush()?;
-    Ok(super::exit::SUCCESS)
+    Ok((String::from_utf8(w)?, warnings, None))
+}
+
+/// Captures what the hooks missed for the listed tasks (a transcript that
+/// grew since its last capture), and reads their thread.json again.
+fn catch_up(threads: &mut [Found]) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for f in threads.iter_mut() {
+        if f.from_cache
+            || f.thread
+                .dir()
+                .starts_with(grove::home::cache_root().unwrap_or_default())
+        {
+            continue;
+        }
+        let sessions = grove::capture::sessions(&f.meta);
+        if !sessions
+            .iter()
+            .any(|s| grove::capture::sync::behind(&f.meta, s))
+        {
+            continue;
+        }
+        match grove::capture::sync::catch_up(&f.thread) {
+            Ok((_, errors)) => warnings.extend(
+                errors
+                    .into_iter()
+                    .map(|e| format!("thread {}: capture: {e}", f.meta.thread_id)),
+            ),
+            Err(e) => warnings.push(format!("thread {}: capture: {e}", f.meta.thread_id)),
+        }
+        if let Ok(meta) = f.thread.meta() {
+            f.meta = meta;
+        }
+    }
+    warnings
+}
+
+/// How long ago `since` was, in one unit: `42s`, `5m`, `3h`, `2d`.
+fn age(since: &str) -> String {
+    let Ok(t) = since.parse::<jiff::Timestamp>() else {
+        return "?".into();
+    };
+    let secs = (jiff::Timestamp::now() - t).get_seconds().max(0);
+    match secs {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{}m", s / 60),
+        s if s < 86400 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86400),
+    }
 }

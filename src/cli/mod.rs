@@ -3,6 +3,7 @@
 
 mod append;
 mod archive;
+mod capture;
 mod checkpoint;
 mod delete;
 mod export;
@@ -11,6 +12,7 @@ mod gc;
 mod handoff;
 mod import;
 mod init;
+mod launch;
 mod list;
 mod mention;
 mod new;
@@ -88,6 +90,8 @@ enum Command {
     Search(search::Args),
     Import(import::Args),
     Validate(validate::Args),
+    Launch(launch::Args),
+    Capture(capture::Args),
 }
 
 /// A mistake in how grove was called, reported with exit code 2.
@@ -146,6 +150,8 @@ fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Search(args) => search::run(args, &cwd, out),
         Command::Import(args) => import::run(args, &cwd, out),
         Command::Validate(args) => validate::run(args, &cwd, out),
+        Command::Launch(args) => launch::run(args, &cwd, out),
+        Command::Capture(args) => capture::run(args, &cwd, out),
     }
 }
 

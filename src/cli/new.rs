@@ -55,6 +55,22 @@ pub struct Args {
     #[arg(long, value_name = "CMD")]
     exec: Option<String>,
 
+    /// Then start the agent (the thread's agent, or --launch=AGENT) in the
+    /// worktree, in the foreground, opening with the task's prompts, its
+    /// turns captured into the thread; exits with the agent's exit code.
+    #[arg(
+        long,
+        value_name = "AGENT",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "",
+        conflicts_with = "exec"
+    )]
+    launch: Option<String>,
+
+    #[command(flatten)]
+    launch_args: super::launch::LaunchArgs,
+
     #[command(flatten)]
     task: TaskArgs,
 
@@ -97,7 +113,13 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
             .and_then(|c| c.defaults.as_ref()?.use_worktree)
             .unwrap_or(true);
     let title = thread_title(args.title.as_deref(), args.prompt.as_deref());
-    let agent = threads::choose_agent(args.agent.as_deref(), config.as_ref());
+    let launch_agent = args.launch.as_deref().filter(|a| !a.is_empty());
+    let agent = threads::choose_agent(args.agent.as_deref().or(launch_agent), config.as_ref());
+    let launch = args.launch.is_some().then(|| {
+        let mut l = args.launch_args.clone();
+        l.trust_agent |= args.task.trust;
+        (launch_agent.unwrap_or(&agent).to_string(), l)
+    });
     if !use_worktree && args.carry {
         return Err(super::UsageError(
             "--carry needs a worktree, but defaults.useWorktree is false in .agent/config.json"
@@ -106,7 +128,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         .into());
     }
     if let Some(target) = &args.in_ {
-        return new_in(
+        let (thread, dir) = new_in(
             &project,
             target,
             &title,
@@ -114,10 +136,12 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
             args.prompt,
             args.json,
             out,
-        );
+        )?;
+        return then_launch(out, &project, &thread, &dir, launch);
     }
     if !use_worktree {
-        return new_local(&project, &title, &agent, args.prompt, args.json, out);
+        let thread = new_local(&project, &title, &agent, args.prompt, args.json, out)?;
+        return then_launch(out, &project, &thread, &project.root, launch);
     }
     let task = NewTask {
         title,
@@ -157,7 +181,33 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     if args.task.strict && failed > 0 {
         return Ok(super::exit::HOOK_FAILED);
     }
-    Ok(super::exit::SUCCESS)
+    then_launch(out, &project, &created.thread, &created.worktree, launch)
+}
+
+/// `--launch`: the agent, once the task is there.
+fn then_launch(
+    out: &Output,
+    project: &Project,
+    thread: &grove::store::Thread,
+    dir: &Path,
+    launch: Option<(String, super::launch::LaunchArgs)>,
+) -> anyhow::Result<u8> {
+    let Some((agent, args)) = launch else {
+        return Ok(super::exit::SUCCESS);
+    };
+    let options = grove::agent::session::Options {
+        prompt: None,
+        resume: None,
+        capture: !args.no_capture,
+    };
+    super::launch::launch_in(out, project, thread, dir, &agent, &args, options).map_err(|e| {
+        e.context(format!(
+            "the task is there ({}, thread {}); `grove launch {}` starts the agent once fixed",
+            dir.display(),
+            thread.id(),
+            thread.id()
+        ))
+    })
 }
 
 fn created_json(created: &worktree::CreatedTask) -> serde_json::Value {
@@ -224,7 +274,7 @@ fn new_local(
     prompt: Option<String>,
     json: bool,
     out: &Output,
-) -> anyhow::Result<u8> {
+) -> anyhow::Result<grove::store::Thread> {
     let store = project.store();
     let meta = threads::new_meta(title, agent, project.context());
     let prompts: Vec<String> = prompt.into_iter().collect();
@@ -250,7 +300,7 @@ fn new_local(
         ));
         out.line(&meta.thread_id)?;
     }
-    Ok(super::exit::SUCCESS)
+    Ok(thread)
 }
 
 /// `--in`: a new thread beside a task's, in its worktree.
@@ -262,7 +312,7 @@ fn new_in(
     prompt: Option<String>,
     json: bool,
     out: &Output,
-) -> anyhow::Result<u8> {
+) -> anyhow::Result<(grove::store::Thread, PathBuf)> {
     let (root, worktree) = task_worktree(project, target)?;
     let there = Project::discover(&root)?;
     if there.git.as_ref().map(|g| &g.main_root) != project.git.as_ref().map(|g| &g.main_root) {
@@ -298,7 +348,7 @@ fn new_in(
         ));
         out.line(&root.display().to_string())?;
     }
-    Ok(super::exit::SUCCESS)
+    Ok((thread, root))
 }
 
 /// The record of the linked worktree `project` is in (none for a main one).

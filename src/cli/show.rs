@@ -33,6 +33,11 @@ pub struct Args {
     #[arg(long)]
     tree: bool,
 
+    /// Keep printing messages as they are appended, until interrupted
+    /// (with --json: one message per line, JSON Lines).
+    #[arg(long, short = 'f', conflicts_with = "tree")]
+    follow: bool,
+
     /// Print {"thread": ..., "messages": [...], "errors": [...]} as JSON.
     #[arg(long)]
     json: bool,
@@ -41,6 +46,7 @@ pub struct Args {
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let project = Project::discover(cwd)?;
     let thread = discovery::find_thread(&project, &args.thread)?;
+    catch_up(&thread, out);
     let meta = thread.meta()?;
     // Titles and existence of related threads need a look at all threads;
     // a thread without relationships does not pay for it.
@@ -79,6 +85,9 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         }
         w.flush()?;
         return Ok(super::exit::SUCCESS);
+    }
+    if args.follow {
+        return follow(&thread, &meta, graph.as_ref(), &args, out);
     }
     let messages = thread.messages()?;
     let stdout = std::io::stdout().lock();
@@ -125,6 +134,107 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     }
     Ok(super::exit::SUCCESS)
 }
+
+/// Brings in what a captured agent's transcript gained that the hooks did
+/// not bring (an untrusted Codex project, a hook that could not run).
+fn catch_up(thread: &grove::store::Thread, out: &Output) -> bool {
+    let Ok(meta) = thread.meta() else {
+        return false;
+    };
+    let behind = grove::capture::sessions(&meta)
+        .iter()
+        .any(|s| grove::capture::sync::behind(&meta, s));
+    if !behind {
+        return false;
+    }
+    match grove::capture::sync::catch_up(thread) {
+        Ok((n, errors)) => {
+            for e in errors {
+                out.warn(&format!("capture: {e}"));
+            }
+            n > 0
+        }
+        Err(e) => {
+            out.warn(&format!("capture: {e}"));
+            false
+        }
+    }
+}
+
+/// `--follow`: the messages there are, then each one appended, within
+/// [`FOLLOW_POLL`] of its line being complete. A line still being written
+/// is waited for, never printed half.
+fn follow(
+    thread: &grove::store::Thread,
+    meta: &ThreadMeta,
+    graph: Option<&Graph>,
+    args: &Args,
+    out: &Output,
+) -> anyhow::Result<u8> {
+    use std::io::{Read, Seek};
+    let path = thread.messages_path();
+    let style = out.style();
+    if !args.json {
+        let mut w = std::io::stdout().lock();
+        write_header(&mut w, style, meta, thread.dir())?;
+        write_extensions(&mut w, style, meta, graph)?;
+        w.flush()?;
+    }
+    let mut offset = 0u64;
+    let mut pending: Vec<u8> = Vec::new();
+    let mut index = 0usize;
+    let mut line_no = 0u64;
+    let mut last_capture = std::time::Instant::now();
+    loop {
+        let len = match std::fs::metadata(&path) {
+            Ok(m) => m.len(),
+            Err(_) if !thread.dir().exists() => {
+                out.status(&format!("grove: thread {} is gone", meta.thread_id));
+                return Ok(super::exit::SUCCESS);
+            }
+            Err(_) => 0,
+        };
+        if len < offset {
+            // Only a torn tail is ever cut (by a repair): it was never shown.
+            offset = len;
+            pending.clear();
+        }
+        if len > offset {
+            let mut file = grove::fsutil::open_read(&path)?;
+            file.seek(std::io::SeekFrom::Start(offset))?;
+            let read = file.take(len - offset).read_to_end(&mut pending)?;
+            offset += read as u64;
+            let mut w = std::io::stdout().lock();
+            while let Some(nl) = memchr::memchr(b'\n', &pending) {
+                let line: Vec<u8> = pending.drain(..=nl).collect();
+                line_no += 1;
+                let bytes = &line[..line.len() - 1];
+                if bytes.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                match grove::atsf::parse_message_line(&path, line_no, bytes) {
+                    Ok(m) if args.json => {
+                        serde_json::to_writer(&mut w, &m)?;
+                        w.write_all(b"\n")?;
+                    }
+                    Ok(m) => write_message(&mut w, style, index, &m, args)?,
+                    Err(e) => out.warn(&format!("skipped a malformed line: {e}")),
+                }
+                index += 1;
+            }
+            w.flush()?;
+        }
+        // What the hooks did not bring, now and then.
+        if last_capture.elapsed() >= std::time::Duration::from_millis(500) {
+            last_capture = std::time::Instant::now();
+            catch_up(thread, out);
+        }
+        std::thread::sleep(FOLLOW_POLL);
+    }
+}
+
+/// How often `--follow` looks for new lines.
+const FOLLOW_POLL: std::time::Duration = std::time::Duration::from_millis(40);
 
 fn write_header(
     w: &mut impl Write,

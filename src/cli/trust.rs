@@ -7,7 +7,9 @@ use grove::project::Project;
 
 use super::Output;
 
-/// Trust this repository's worktreeHooks.postSetupCommands as they are now.
+/// Trust this repository's commands as they are now: its
+/// worktreeHooks.postSetupCommands, and the agents and notify command under
+/// grove in .agent/config.json.
 ///
 /// Commands come from a file in the repository, so grove runs them only
 /// once you have trusted that exact list; a changed list must be trusted again.
@@ -24,8 +26,38 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let commands = config
         .and_then(|c| c.worktree_hooks?.post_setup_commands)
         .unwrap_or_default();
+    let settings = grove::agent::Settings::load(Some(&project.main_root))?;
+    let agent_commands = settings.project_commands();
+    if !agent_commands.is_empty() {
+        if let Some(saved) = settings.trust_project()? {
+            out.warn(&format!(
+                "the trust store could not be read; it was kept as {} and a new one started",
+                saved.display()
+            ));
+        }
+        if !args.json {
+            for c in &agent_commands {
+                out.status(&format!("  {}", super::output::escape_line(c)));
+            }
+            out.status(&format!(
+                "grove: trusted the agent and notify commands of {}",
+                project.main_root.display()
+            ));
+        }
+    }
     if commands.is_empty() {
-        out.status("grove: this repository's .agent/config.json has no postSetupCommands; nothing to trust");
+        if args.json {
+            out.json(&serde_json::json!({
+                "repoRoot": project.main_root,
+                "hash": null,
+                "commands": [],
+                "agentCommands": agent_commands,
+            }))?;
+        } else if agent_commands.is_empty() {
+            out.status(
+                "grove: this repository's .agent/config.json has no commands; nothing to trust",
+            );
+        }
         return Ok(super::exit::SUCCESS);
     }
     let hash = commands_hash(&commands);
@@ -38,7 +70,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     if args.json {
         let list: Vec<&str> = commands.iter().map(|c| c.command.as_str()).collect();
         out.json(
-            &serde_json::json!({"repoRoot": project.main_root, "hash": hash, "commands": list}),
+            &serde_json::json!({"repoRoot": project.main_root, "hash": hash, "commands": list, "agentCommands": agent_commands}),
         )?;
     } else {
         for c in &commands {

@@ -5,7 +5,10 @@
 //! into a flag: the running hook's whole group is killed (as on a timeout),
 //! its outcome recorded as interrupted, the remaining hooks skipped, the
 //! thread and the cache written — then grove exits with 128 + the signal.
-//! A second signal terminates grove at once. Outside hooks, the signals do
+//! A second signal, once grove has seen the first, terminates grove at
+//! once. While an agent runs in the foreground ([`Watch::foreground`]), the
+//! signals are the agent's: grove only records them, however many come, and
+//! does its bookkeeping when the agent exits. Outside these, the signals do
 //! what they always do.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -36,8 +39,8 @@ fn handlers() -> Option<&'static Handlers> {
             let received = Arc::new(AtomicUsize::new(0));
             let pass_through = Arc::new(AtomicBool::new(true));
             for &signal in SIGNALS {
-                // Order matters: the default action is checked first, so the
-                // first signal only records, and a second one terminates.
+                // The default action is taken only when passing through;
+                // otherwise the signal is recorded.
                 let ok = signal_hook::flag::register_conditional_default(
                     signal,
                     Arc::clone(&pass_through),
@@ -48,8 +51,7 @@ fn handlers() -> Option<&'static Handlers> {
                         Arc::clone(&received),
                         signal as usize,
                     )
-                })
-                .and_then(|_| signal_hook::flag::register(signal, Arc::clone(&pass_through)));
+                });
                 if ok.is_err() {
                     return None;
                 }
@@ -66,25 +68,44 @@ fn handlers() -> Option<&'static Handlers> {
 /// Dropped, the signals act as usual again.
 pub struct Watch {
     handlers: Option<&'static Handlers>,
+    /// Once a signal was seen, the next one terminates grove.
+    escalate: bool,
 }
 
 impl Watch {
-    /// Starts watching.
+    /// Starts watching: the first signal is recorded, and once
+    /// [`Watch::received`] has reported it, another terminates grove.
     pub fn start() -> Watch {
+        Watch::begin(true)
+    }
+
+    /// Starts watching for a foreground agent: every signal is recorded,
+    /// none terminates grove (the agent, in the same process group, gets
+    /// them too and decides).
+    pub fn foreground() -> Watch {
+        Watch::begin(false)
+    }
+
+    fn begin(escalate: bool) -> Watch {
         let handlers = handlers();
         if let Some(h) = handlers {
             h.received.store(0, Ordering::SeqCst);
             h.pass_through.store(false, Ordering::SeqCst);
         }
-        Watch { handlers }
+        Watch { handlers, escalate }
     }
 
-    /// The signal received since [`Watch::start`], if any.
+    /// The signal received since the watch started, if any.
     pub fn received(&self) -> Option<i32> {
         let h = self.handlers?;
         match h.received.load(Ordering::SeqCst) {
             0 => None,
-            n => i32::try_from(n).ok(),
+            n => {
+                if self.escalate {
+                    h.pass_through.store(true, Ordering::SeqCst);
+                }
+                i32::try_from(n).ok()
+            }
         }
     }
 }

@@ -223,6 +223,37 @@ pub enum Destination {
     Root(PathBuf),
     /// One session's messages appended to this existing thread.
     Into(Thread),
+    /// One agent session captured into a task's thread, incrementally: the
+    /// session's main conversation goes into the thread, its subagent
+    /// threads beside it (as the thread's subagents).
+    Capture(Capture),
+}
+
+/// Where [`Destination::Capture`] puts a session.
+#[derive(Debug, Clone)]
+pub struct Capture {
+    /// The task's thread.
+    pub thread: Thread,
+    /// The agent's session id: the thread keeps what the next capture of
+    /// this session needs under `metadata.capture.sessions[]`.
+    pub session: String,
+    /// The id the format gives the session's main thread (`claude-<id>`):
+    /// references to it from subagent threads now name the task's thread.
+    pub source_id: String,
+}
+
+impl Capture {
+    /// The project root whose `.agent/` holds the task's thread.
+    fn root(&self) -> Option<PathBuf> {
+        Some(
+            self.thread
+                .dir()
+                .parent()?
+                .parent()?
+                .parent()?
+                .to_path_buf(),
+        )
+    }
 }
 
 impl Destination {
@@ -242,6 +273,7 @@ impl Destination {
                 )
             }
             Destination::Into(_) => None,
+            Destination::Capture(c) => c.root(),
         }
     }
 
@@ -260,6 +292,13 @@ impl Destination {
             Destination::Root(root) => Some(format!("root\0{}", root.display())),
             // Messages from several sources may share the thread: no cursor.
             Destination::Into(_) => None,
+            // One cursor per session and thread: the thread keeps each
+            // session's offset apart.
+            Destination::Capture(c) => Some(format!(
+                "capture\0{}\0{}",
+                c.thread.dir().display(),
+                c.session
+            )),
         }
     }
 }

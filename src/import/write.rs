@@ -83,6 +83,64 @@ struct ExistingThread {
     pushed: u64,
     /// The source does not name the thread (`--into`).
     keep_title: bool,
+    /// Where the thread keeps this source's import state.
+    ledger: Ledger,
+    /// A capture: the opening prompt grove gave the agent, already in the
+    /// thread; the session's copy of it is not added again.
+    opening: Option<String>,
+    opening_taken: bool,
+}
+
+/// Where a thread keeps what the next import of one source needs: its
+/// offset, the records waiting, token totals.
+#[derive(Debug, Clone, PartialEq)]
+enum Ledger {
+    /// `metadata.import`: the thread is the source's own.
+    Import,
+    /// `metadata.capture.sessions[]`, the entry of this session: a task's
+    /// thread takes several sessions.
+    Session(String),
+}
+
+impl Ledger {
+    fn get(&self, meta: &ThreadMeta, key: &str) -> Option<Value> {
+        let metadata = meta.metadata.as_ref()?;
+        match self {
+            Ledger::Import => metadata.get("import")?.get(key).cloned(),
+            Ledger::Session(id) => crate::capture::session_entry(metadata, id)?
+                .get(key)
+                .cloned(),
+        }
+    }
+
+    fn set(&self, meta: &mut ThreadMeta, key: &str, value: Option<Value>) {
+        let map = match self {
+            Ledger::Import => {
+                let import = meta
+                    .metadata_mut()
+                    .entry("import")
+                    .or_insert_with(|| Value::Object(Default::default()));
+                match import {
+                    Value::Object(map) => map,
+                    _ => return,
+                }
+            }
+            Ledger::Session(id) => {
+                match crate::capture::session_entry_mut(meta.metadata_mut(), id) {
+                    Some(map) => map,
+                    None => return,
+                }
+            }
+        };
+        match value {
+            Some(v) => {
+                map.insert(key.to_string(), v);
+            }
+            None => {
+                map.remove(key);
+            }
+        }
+    }
 }
 
 /// What a thread's log already holds: message ids and calls still pending.
@@ -177,7 +235,7 @@ impl<'a> Output<'a> {
                 self.into_used = true;
                 meta.thread_id = target.id().to_string();
                 meta.relationships = None;
-                let slot = self.open_existing(target.clone(), meta)?;
+                let slot = self.open_existing(target.clone(), meta, Ledger::Import)?;
                 return Ok(match slot {
                     Slot::Existing(mut t) => {
                         // The thread keeps its own title.
@@ -187,12 +245,33 @@ impl<'a> Output<'a> {
                     other => other,
                 });
             }
+            Destination::Capture(capture) => {
+                if is_main(&meta) {
+                    if self.into_used {
+                        return Ok(Slot::Skipped);
+                    }
+                    self.into_used = true;
+                    meta.thread_id = capture.thread.id().to_string();
+                    let ledger = Ledger::Session(capture.session.clone());
+                    let slot = self.open_existing(capture.thread.clone(), meta, ledger)?;
+                    return Ok(match slot {
+                        Slot::Existing(mut t) => {
+                            t.keep_title = true;
+                            Slot::Existing(t)
+                        }
+                        other => other,
+                    });
+                }
+                // A subagent or fork of the session: one of the task's.
+                rename_thread_refs(&mut meta, &capture.source_id, capture.thread.id());
+                Store::for_project(&capture.root().unwrap_or_default())
+            }
             other => Store::for_project(&other.root_for(&meta).unwrap_or_default()),
         };
         safe_thread_id(&mut meta, &self.source, self.summary);
         let thread = store.thread(&meta.thread_id)?;
         if std::fs::symlink_metadata(thread.meta_path()).is_ok() {
-            return self.open_existing(thread, meta);
+            return self.open_existing(thread, meta, Ledger::Import);
         }
         if self.resume_at.is_some() && !self.incremental_may_create(&meta) {
             return Err(Error::Restart(format!(
@@ -201,7 +280,9 @@ impl<'a> Output<'a> {
             )));
         }
         let staged = match store.stage_thread(&meta) {
-            Err(Error::ThreadExists { .. }) => return self.open_existing(thread, meta),
+            Err(Error::ThreadExists { .. }) => {
+                return self.open_existing(thread, meta, Ledger::Import);
+            }
             other => other?,
         };
         let log_path = staged.path().join(atsf::MESSAGES_FILE);
@@ -225,11 +306,15 @@ impl<'a> Output<'a> {
         !is_main(meta)
     }
 
-    fn open_existing(&mut self, thread: Thread, meta: ThreadMeta) -> Result<Slot> {
+    fn open_existing(&mut self, thread: Thread, meta: ThreadMeta, ledger: Ledger) -> Result<Slot> {
+        let stored = thread.meta()?;
+        let opening = match &ledger {
+            Ledger::Session(_) => crate::capture::opening_prompt(&stored),
+            Ledger::Import => None,
+        };
         let known = match self.resume_at {
             Some(at) => {
-                let stored = thread.meta()?;
-                if import_offset(&stored) != Some(at) {
+                if ledger_offset(&ledger, &stored) != Some(at) {
                     return Err(Error::Restart(format!(
                         "thread {} is not where the last import left it",
                         thread.id()
@@ -259,6 +344,9 @@ impl<'a> Output<'a> {
             expected: self.resume_at,
             pushed: 0,
             keep_title: false,
+            ledger,
+            opening,
+            opening_taken: false,
         })))
     }
 
@@ -368,11 +456,29 @@ fn is_main(meta: &ThreadMeta) -> bool {
 
 /// The offset recorded in `metadata.import`.
 pub fn import_offset(meta: &ThreadMeta) -> Option<u64> {
-    meta.metadata
-        .as_ref()?
-        .get("import")?
-        .get(OFFSET_KEY)?
-        .as_u64()
+    ledger_offset(&Ledger::Import, meta)
+}
+
+fn ledger_offset(ledger: &Ledger, meta: &ThreadMeta) -> Option<u64> {
+    ledger.get(meta, OFFSET_KEY)?.as_u64()
+}
+
+/// A subagent or fork of a captured session names the session's main
+/// thread as `from`; it is the task's thread `to` now.
+fn rename_thread_refs(meta: &mut ThreadMeta, from: &str, to: &str) {
+    for id in [&mut meta.main_thread_id, &mut meta.origin_thread_id]
+        .into_iter()
+        .flatten()
+    {
+        if id == from {
+            *id = to.to_string();
+        }
+    }
+    for r in meta.relationships.iter_mut().flatten() {
+        if r.thread_id == from {
+            r.thread_id = to.to_string();
+        }
+    }
 }
 
 fn set_import(meta: &mut ThreadMeta, key: &str, value: Value) {
@@ -449,6 +555,17 @@ impl NewThread {
 
 impl ExistingThread {
     fn add(&mut self, m: Message, assets: Vec<PendingAsset>) {
+        if !self.opening_taken
+            && m.role == atsf::Role::User
+            && let Some(opening) = &self.opening
+        {
+            // Only the session's first prompt can be the opening one.
+            self.opening_taken = true;
+            if crate::capture::is_opening(&m, opening) {
+                self.known.ids.insert(m.id.clone());
+                return;
+            }
+        }
         if !self.known.ids.contains(&m.id) {
             self.known.ids.insert(m.id.clone());
             self.fresh.push(m);
@@ -487,6 +604,8 @@ impl ExistingThread {
             assets,
             expected,
             keep_title,
+            ledger,
+            opening_taken,
             ..
         } = *self;
         if keep_title {
@@ -497,7 +616,7 @@ impl ExistingThread {
         // Someone appended since the log was read, or another import moved
         // the thread on: decide again, under the lock.
         let moved = log_len(&thread) != known.len
-            || (expected.is_some() && import_offset(&stored) != expected);
+            || (expected.is_some() && ledger_offset(&ledger, &stored) != expected);
         if moved && !fresh.is_empty() {
             let now = LogIndex::read(&thread.messages_path())?;
             fresh.retain(|m| !now.ids.contains(&m.id));
@@ -508,11 +627,14 @@ impl ExistingThread {
             asset.store(&assets_dir)?;
         }
         let change = |meta: &mut ThreadMeta| {
-            refresh_from_source(meta, &source);
+            refresh_from_source(meta, &source, &ledger);
             if let Some(offset) = offset
-                && import_offset(meta).is_none_or(|at| at < offset)
+                && ledger_offset(&ledger, meta).is_none_or(|at| at < offset)
             {
-                set_import(meta, OFFSET_KEY, Value::from(offset));
+                ledger.set(meta, OFFSET_KEY, Some(Value::from(offset)));
+            }
+            if opening_taken {
+                crate::capture::clear_opening(meta);
             }
         };
         let meta = if fresh.is_empty() {
@@ -713,7 +835,7 @@ fn storable_message(
 /// Adds the relationships `meta` lacks and refreshes the state a source
 /// keeps current (a checkpoint's git state, summary, next steps, tags, a
 /// title the source changed). Changes nothing the source does not say.
-fn refresh_from_source(meta: &mut ThreadMeta, src: &ThreadMeta) {
+fn refresh_from_source(meta: &mut ThreadMeta, src: &ThreadMeta, ledger: &Ledger) {
     let missing: Vec<Relationship> = src
         .relationships()
         .iter()
@@ -749,7 +871,16 @@ fn refresh_from_source(meta: &mut ThreadMeta, src: &ThreadMeta) {
     // What the source keeps current: the records waiting for the next
     // message, token totals, the latest turn's settings.
     for (top, key) in SYNCED {
-        sync_key(meta, src, top, key);
+        match *top {
+            // The source's own import state: where this source's is kept.
+            "import" => {
+                let now = Ledger::Import.get(src, key);
+                if ledger.get(meta, key) != now {
+                    ledger.set(meta, key, now);
+                }
+            }
+            _ => sync_key(meta, src, top, key),
+        }
     }
     // A title the source changed (a rename, a generated title) replaces the
     // one it gave before; a title someone set in grove stays.

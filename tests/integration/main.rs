@@ -3,6 +3,7 @@
 
 mod support;
 
+mod agents;
 mod append;
 mod checkpoint;
 mod cli;
@@ -16,6 +17,7 @@ mod hostile;
 mod ids;
 mod import;
 mod interrupt;
+mod live;
 mod loss;
 mod parallel;
 mod props;

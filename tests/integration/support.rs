@@ -48,9 +48,18 @@ impl Sandbox {
             "GIT_INDEX_FILE",
             "GIT_COMMON_DIR",
             "NO_COLOR",
+            "GROVE_THREAD",
+            "STUB_PROMPTS",
+            "STUB_EXIT",
+            "STUB_HOOK_COPIES",
+            "STUB_CODEX_TRUSTED",
         ] {
             cmd.env_remove(var);
         }
+        // The agents' own homes are the sandbox's too.
+        cmd.env("CLAUDE_CONFIG_DIR", root.join("claude"))
+            .env("CODEX_HOME", root.join("codex"))
+            .env("STUB_LOG", root.join("stub.log"));
         cmd.env("HOME", root.join("home"))
             .env("GROVE_HOME", root.join("grove-home"))
             .env("GIT_CONFIG_GLOBAL", root.join("gitconfig"))
@@ -68,6 +77,59 @@ impl Sandbox {
         self.env(&mut cmd);
         cmd.current_dir(dir).stdin(Stdio::null());
         cmd
+    }
+
+    /// The stub agents (`claude`, `codex`; see tests/stubs) in the sandbox's
+    /// `bin/`, which [`Sandbox::agent_path`] puts first on `PATH`.
+    pub fn install_stubs(&self) -> PathBuf {
+        let bin = self.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let stubs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/stubs");
+        for name in ["claude", "codex"] {
+            let to = bin.join(name);
+            std::fs::copy(stubs.join(name), &to).unwrap();
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+        }
+        bin
+    }
+
+    /// `PATH` with the sandbox's `bin/` first.
+    pub fn agent_path(&self) -> std::ffi::OsString {
+        let mut paths = vec![self.path().join("bin")];
+        paths.extend(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        ));
+        std::env::join_paths(paths).unwrap()
+    }
+
+    /// `grove` with the stub agents first on `PATH`.
+    pub fn grove_with_agents(&self, dir: &Path) -> Command {
+        let mut cmd = self.grove(dir);
+        cmd.env("PATH", self.agent_path());
+        cmd
+    }
+
+    /// A stub agent run by hand in `dir` (not by grove).
+    pub fn agent(&self, name: &str, dir: &Path) -> Command {
+        let mut cmd = Command::new(self.path().join("bin").join(name));
+        self.env(&mut cmd);
+        cmd.env("PATH", self.agent_path())
+            .current_dir(dir)
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// The stub agents' runs so far (tests/stubs: `STUB_LOG`).
+    pub fn stub_runs(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(self.path().join("stub.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
     }
 
     /// `git` with the sandbox environment, started in `dir`.

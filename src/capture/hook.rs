@@ -1,0 +1,313 @@
+//! `grove capture claude|codex`: what one hook call does.
+//!
+//! The agent runs the hook with a JSON object on stdin; the fields grove
+//! reads are the same for Claude Code and Codex: `session_id`,
+//! `transcript_path` (Codex may give `null`), `cwd`, `hook_event_name`.
+//! The thread is, in order: the one the session was already captured into;
+//! the one grove launched the agent for (`GROVE_THREAD` in the agent's
+//! environment); the one named when the hook was installed (`--thread`).
+//!
+//! Whatever happens is logged to the thread's `logs/capture.log` (or
+//! grove's own `logs/capture.log` when no thread is found); the command
+//! itself prints nothing and always succeeds, so a capture problem never
+//! stands in the agent's way.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::SessionRecord;
+use super::state::{self, AgentState};
+use crate::agent::{Native, Origin, Settings};
+use crate::error::{Error, Result};
+use crate::project::Project;
+use crate::store::{Store, Thread};
+
+/// The most of stdin a hook call reads.
+pub const MAX_INPUT: u64 = 4 << 20;
+
+/// The fields of a hook's JSON that capture uses.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct HookInput {
+    #[serde(default)]
+    pub session_id: Option<String>,
+    #[serde(default)]
+    pub transcript_path: Option<String>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub hook_event_name: Option<String>,
+}
+
+impl HookInput {
+    /// Parses a hook's stdin.
+    pub fn parse(bytes: &[u8]) -> Result<HookInput> {
+        let input: HookInput = serde_json::from_slice(bytes).map_err(|e| {
+            Error::Other(format!(
+                "the hook's input is not the JSON object an agent sends: {e}"
+            ))
+        })?;
+        if let Some(id) = &input.session_id
+            && (id.is_empty() || id.len() > 200 || id.chars().any(|c| c.is_control() || c == '/'))
+        {
+            return Err(Error::Other(format!(
+                "the hook's session_id {id:?} is not a session id"
+            )));
+        }
+        Ok(input)
+    }
+}
+
+/// One hook call.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub native: Native,
+    pub input: HookInput,
+    /// `--thread`, from the installed hook.
+    pub thread: Option<String>,
+    /// `GROVE_THREAD` from the agent's environment.
+    pub env_thread: Option<String>,
+    /// Where the hook runs, when the input has no `cwd`.
+    pub cwd: PathBuf,
+}
+
+/// What a hook call did.
+#[derive(Debug)]
+pub struct Handled {
+    pub thread: Thread,
+    pub event: String,
+    pub added: u64,
+    /// The state it set, when it changed.
+    pub state: Option<AgentState>,
+    /// The notify command was started.
+    pub notified: bool,
+    pub problems: Vec<String>,
+}
+
+/// Captures what a hook call announces; see the module's documentation.
+pub fn handle(req: &Request) -> Result<Handled> {
+    let cwd = req
+        .input
+        .cwd
+        .as_deref()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| req.cwd.clone());
+    let project = Project::discover(&cwd)?;
+    let store = project.store();
+    let session_id = req.input.session_id.clone();
+    let thread = target(&store, session_id.as_deref(), req)?;
+    let event = req
+        .input
+        .hook_event_name
+        .clone()
+        .unwrap_or_else(|| "unknown".into());
+    let mut problems = Vec::new();
+    let mut added = 0;
+    if let Some(id) = &session_id {
+        let transcript = req
+            .input
+            .transcript_path
+            .clone()
+            .filter(|p| !p.is_empty())
+            .or_else(|| {
+                let found = match req.native {
+                    Native::Claude => super::transcripts::claude_transcript(&project.root, id),
+                    Native::Codex => super::transcripts::codex_rollout(id),
+                };
+                found
+                    .filter(|p| p.is_file())
+                    .map(|p| p.to_string_lossy().into_owned())
+            });
+        let record = SessionRecord {
+            agent: req.native.agent_id().to_string(),
+            session_id: id.clone(),
+            transcript,
+            started_at: crate::atsf::now_timestamp(),
+            exported: false,
+            extra: Default::default(),
+        };
+        match super::sync::session(&thread, req.native, &record) {
+            Ok(c) => {
+                added = c.added();
+                if let Some(s) = &c.summary {
+                    problems.extend(s.errors.iter().cloned());
+                }
+            }
+            Err(e) => problems.push(e.to_string()),
+        }
+    }
+    let mut turned = None;
+    if let Some(new) = AgentState::after(&event) {
+        thread.update_meta(|meta| {
+            if let Some(before) = state::set(
+                meta,
+                new,
+                &event,
+                Some(req.native.agent_id()),
+                session_id.as_deref(),
+            ) {
+                turned = Some((before, new));
+            }
+        })?;
+    }
+    let mut notified = false;
+    if let Some((before, AgentState::Waiting)) = turned
+        && before != Some(AgentState::Waiting)
+    {
+        match notify(&project, &thread) {
+            Ok(n) => notified = n,
+            Err(e) => problems.push(format!("notify: {e}")),
+        }
+    }
+    Ok(Handled {
+        thread,
+        event,
+        added,
+        state: turned.map(|(_, s)| s),
+        notified,
+        problems,
+    })
+}
+
+/// The thread a hook call is for.
+fn target(store: &Store, session: Option<&str>, req: &Request) -> Result<Thread> {
+    if let Some(session) = session {
+        let listing = store.list()?;
+        if let Some(t) = listing
+            .threads
+            .iter()
+            .find(|t| super::find_session(&t.meta, session).is_some())
+        {
+            return Ok(t.thread.clone());
+        }
+    }
+    for id in [&req.env_thread, &req.thread].into_iter().flatten() {
+        if let Ok(thread) = store.thread(id)
+            && std::fs::symlink_metadata(thread.meta_path()).is_ok()
+        {
+            return Ok(thread);
+        }
+    }
+    Err(Error::Other(format!(
+        "no thread in {} to capture into: the hook names none ({}), and no thread there has session {}; \
+         `grove capture install THREAD` sets it",
+        store.agent_dir().display(),
+        req.thread.as_deref().unwrap_or("no --thread"),
+        session.unwrap_or("(none)")
+    )))
+}
+
+/// Runs the notify command for `thread` turning `waiting`, in the
+/// background. A project's command runs only once trusted.
+fn notify(project: &Project, thread: &Thread) -> Result<bool> {
+    let settings = Settings::load(Some(&project.main_root))?;
+    let Some(notify) = settings.notify() else {
+        return Ok(false);
+    };
+    if notify.origin == Origin::Project && !settings.project_trusted()? {
+        return Err(Error::Other(format!(
+            "grove.notify in {} is not trusted; run `grove trust` there to allow it",
+            project.main_root.display()
+        )));
+    }
+    let meta = thread.meta()?;
+    let log = log_file(thread)?;
+    let log2 = log
+        .try_clone()
+        .map_err(|e| Error::io("opening", thread.dir(), e))?;
+    let mut cmd = shell(&notify.command);
+    cmd.current_dir(&project.root)
+        .env("GROVE_THREAD_ID", &meta.thread_id)
+        .env("GROVE_THREAD_TITLE", &meta.title)
+        .env("GROVE_AGENT_STATE", "waiting")
+        .env("GROVE_AGENT", &meta.agent.id)
+        .env("GROVE_WORKTREE", &project.root)
+        .stdin(std::process::Stdio::null())
+        .stdout(log)
+        .stderr(log2);
+    // Not waited for: the agent goes on at once.
+    cmd.spawn()
+        .map_err(|e| Error::Other(format!("cannot run {:?}: {e}", notify.command)))?;
+    Ok(true)
+}
+
+fn shell(command: &str) -> std::process::Command {
+    #[cfg(windows)]
+    {
+        let mut c = std::process::Command::new("cmd");
+        c.args(["/C", command]);
+        c
+    }
+    #[cfg(not(windows))]
+    {
+        let mut c = std::process::Command::new("sh");
+        c.args(["-c", command]);
+        c
+    }
+}
+
+/// The thread's `logs/capture.log`, opened to append.
+fn log_file(thread: &Thread) -> Result<std::fs::File> {
+    let logs = thread.dir().join("logs");
+    crate::fsutil::real_dir(thread.dir(), &logs)?;
+    crate::fsutil::open_append(&logs.join("capture.log"), true)
+}
+
+/// grove's own capture log, for calls that found no thread.
+fn fallback_log() -> Result<std::fs::File> {
+    let dir = crate::home::data_dir()?.join("logs");
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io("creating", &dir, e))?;
+    crate::fsutil::open_append(&dir.join("capture.log"), true)
+}
+
+/// Appends one line about a hook call to its log.
+pub fn log(thread: Option<&Thread>, line: &str) {
+    let file = match thread {
+        Some(t) => log_file(t).or_else(|_| fallback_log()),
+        None => fallback_log(),
+    };
+    if let Ok(mut f) = file {
+        let clean: String = line
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        let _ = writeln!(f, "{} {clean}", crate::atsf::now_timestamp());
+    }
+}
+
+/// The line logged for a handled call.
+pub fn describe(h: &Handled, session: Option<&str>) -> String {
+    let mut line = format!(
+        "{} session={} added={}",
+        h.event,
+        session.unwrap_or("-"),
+        h.added
+    );
+    if let Some(s) = h.state {
+        line.push_str(&format!(" state={}", s.as_str()));
+    }
+    if h.notified {
+        line.push_str(" notified");
+    }
+    for p in &h.problems {
+        line.push_str(&format!(" problem: {p}"));
+    }
+    line
+}
+
+/// The current directory of a hook call (its `cwd`), for the log.
+pub fn input_cwd(input: &HookInput, fallback: &Path) -> PathBuf {
+    input
+        .cwd
+        .as_deref()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| fallback.to_path_buf())
+}
+
+/// The hook's JSON, parsed leniently for the log when it is not an object.
+pub fn raw_event(bytes: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(bytes).ok()?;
+    v.get("hook_event_name")?.as_str().map(str::to_string)
+}

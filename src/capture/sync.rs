@@ -1,0 +1,227 @@
+//! Bringing a session's new turns into the task's thread.
+//!
+//! Every capture of a thread runs under one lock of its own (hooks fire in
+//! parallel: Codex starts the matching hooks of an event at once, and two
+//! agents may share a worktree), so each reads the transcript from where
+//! the last one stopped and no message is added twice or skipped. The
+//! import itself is the incremental import of `grove import`: only the
+//! transcript's new tail is read.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{SessionRecord, transcripts};
+use crate::agent::Native;
+use crate::error::{Error, Result};
+use crate::import::{self, Capture, Destination, Summary};
+use crate::store::Thread;
+
+/// How long a capture waits for another capture of the same thread.
+pub const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+/// The lock serializing the captures of `thread`.
+fn lock_path(thread: &Thread) -> Result<PathBuf> {
+    let hash = xxhash_rust::xxh3::xxh3_64(thread.dir().as_os_str().as_encoded_bytes());
+    Ok(crate::home::data_dir()?
+        .join("locks")
+        .join(format!("capture-{hash:016x}.lock")))
+}
+
+/// What one capture of a session did.
+#[derive(Debug, Default)]
+pub struct Captured {
+    /// The import's summary; `None` when the transcript does not exist (yet).
+    pub summary: Option<Summary>,
+    /// The session was recorded on the thread by this capture.
+    pub new_session: bool,
+}
+
+impl Captured {
+    /// Messages added to the thread.
+    pub fn added(&self) -> u64 {
+        self.summary
+            .iter()
+            .flat_map(|s| &s.threads)
+            .map(|t| t.messages_added)
+            .sum()
+    }
+}
+
+/// Records `session` on `thread` and imports what its transcript gained
+/// since the last capture. Waits at most [`LOCK_WAIT`] for another capture
+/// of the thread; the next capture catches up when this one gives up.
+pub fn session(thread: &Thread, native: Native, session: &SessionRecord) -> Result<Captured> {
+    let lock_path = lock_path(thread)?;
+    let Some(_lock) = crate::fsutil::FileLock::acquire_within(&lock_path, LOCK_WAIT)? else {
+        return Err(Error::Other(format!(
+            "another capture of thread {} held its lock for {}s; the next capture takes this turn too",
+            thread.id(),
+            LOCK_WAIT.as_secs()
+        )));
+    };
+    let mut captured = Captured::default();
+    let known = thread.meta()?;
+    if super::find_session(&known, &session.session_id).is_none()
+        || super::find_session(&known, &session.session_id)
+            .is_some_and(|s| s.transcript.is_none() && session.transcript.is_some())
+    {
+        thread.update_meta(|meta| {
+            captured.new_session = super::add_session(meta, session);
+        })?;
+    }
+    let Some(transcript) = session.transcript.as_deref().map(PathBuf::from) else {
+        return Ok(captured);
+    };
+    if !transcript.is_file() {
+        return Ok(captured);
+    }
+    let sources = sources(native, &transcript, &session.session_id);
+    let format = import::format(native.format())
+        .ok_or_else(|| Error::Other(format!("no importer for {}", native.format())))?;
+    let destination = Destination::Capture(Capture {
+        thread: thread.clone(),
+        session: session.session_id.clone(),
+        source_id: native.source_thread_id(&session.session_id),
+    });
+    let summary = import::run(format, &sources, &destination)?;
+    note_seen(thread, &session.session_id, &transcript)?;
+    captured.summary = Some(summary);
+    Ok(captured)
+}
+
+/// The files of a session: its transcript, and Claude Code's subagent
+/// transcripts beside it (`<session>/subagents/`).
+fn sources(native: Native, transcript: &Path, session: &str) -> Vec<PathBuf> {
+    let mut out = vec![transcript.to_path_buf()];
+    if native == Native::Claude
+        && let Some(dir) = transcript.parent()
+    {
+        let sub = dir.join(session).join("subagents");
+        if std::fs::read_dir(&sub).is_ok_and(|mut d| d.next().is_some()) {
+            out.push(sub);
+        }
+    }
+    out
+}
+
+/// Records the transcript's length as seen, so `list` and `show` know
+/// whether there is anything to catch up.
+fn note_seen(thread: &Thread, session: &str, transcript: &Path) -> Result<()> {
+    let len = std::fs::metadata(transcript).map_or(0, |m| m.len());
+    let meta = thread.meta()?;
+    let seen = meta
+        .metadata
+        .as_ref()
+        .and_then(|m| super::session_entry(m, session))
+        .and_then(|e| e.get("seen")?.as_u64());
+    if seen == Some(len) {
+        return Ok(());
+    }
+    thread.update_meta(|meta| {
+        if let Some(entry) = super::session_entry_mut(meta.metadata_mut(), session) {
+            entry.insert("seen".into(), Value::from(len));
+        }
+    })?;
+    Ok(())
+}
+
+/// Whether a session's transcript changed since it was last captured.
+pub fn behind(meta: &crate::atsf::ThreadMeta, session: &SessionRecord) -> bool {
+    let Some(transcript) = &session.transcript else {
+        return false;
+    };
+    let Ok(len) = std::fs::metadata(transcript).map(|m| m.len()) else {
+        return false;
+    };
+    let seen = meta
+        .metadata
+        .as_ref()
+        .and_then(|m| super::session_entry(m, &session.session_id))
+        .and_then(|e| e.get("seen")?.as_u64());
+    seen != Some(len)
+}
+
+/// Captures every session of `thread` whose transcript changed since its
+/// last capture (what the hooks missed). Returns messages added; a session
+/// that cannot be captured is named in the errors, the others go on.
+pub fn catch_up(thread: &Thread) -> Result<(u64, Vec<String>)> {
+    let meta = thread.meta()?;
+    let mut added = 0;
+    let mut errors = Vec::new();
+    for s in super::sessions(&meta) {
+        if !behind(&meta, &s) {
+            continue;
+        }
+        let Some(native) = Native::from_name(&s.agent) else {
+            continue;
+        };
+        match session(thread, native, &s) {
+            Ok(c) => added += c.added(),
+            Err(e) => errors.push(format!("session {}: {e}", s.session_id)),
+        }
+    }
+    Ok((added, errors))
+}
+
+/// Finds the sessions of `native` run in `worktree` since `since` that
+/// `thread` does not have yet, records them and captures them: what the
+/// hooks of an agent grove launched did not bring.
+pub fn adopt_since(
+    thread: &Thread,
+    native: Native,
+    worktree: &Path,
+    since: std::time::SystemTime,
+) -> Result<(u64, Vec<String>)> {
+    let meta = thread.meta()?;
+    let others = sessions_of_siblings(thread);
+    let mut added = 0;
+    let mut errors = Vec::new();
+    for found in transcripts::sessions_since(native, worktree, since) {
+        if others.contains(&found.session_id) {
+            continue;
+        }
+        let record = super::find_session(&meta, &found.session_id).unwrap_or(SessionRecord {
+            agent: native.agent_id().to_string(),
+            session_id: found.session_id.clone(),
+            transcript: Some(found.transcript.to_string_lossy().into_owned()),
+            started_at: crate::atsf::now_timestamp(),
+            exported: false,
+            extra: Default::default(),
+        });
+        let record = SessionRecord {
+            transcript: record
+                .transcript
+                .or_else(|| Some(found.transcript.to_string_lossy().into_owned())),
+            ..record
+        };
+        match session(thread, native, &record) {
+            Ok(c) => added += c.added(),
+            Err(e) => errors.push(format!("session {}: {e}", found.session_id)),
+        }
+    }
+    Ok((added, errors))
+}
+
+/// The sessions captured into the other threads of `thread`'s store: a
+/// session found in the worktree that is one of theirs is not adopted.
+fn sessions_of_siblings(thread: &Thread) -> std::collections::HashSet<String> {
+    let Some(threads_dir) = thread.dir().parent() else {
+        return Default::default();
+    };
+    let Some(agent_dir) = threads_dir.parent() else {
+        return Default::default();
+    };
+    let store = crate::store::Store::at(agent_dir);
+    let Ok(listing) = store.list() else {
+        return Default::default();
+    };
+    listing
+        .threads
+        .iter()
+        .filter(|t| t.thread.id() != thread.id())
+        .flat_map(|t| super::sessions(&t.meta))
+        .map(|s| s.session_id)
+        .collect()
+}

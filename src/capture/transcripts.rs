@@ -1,0 +1,249 @@
+//! Where Claude Code and Codex keep their sessions, to find a session the
+//! hooks did not announce (an untrusted Codex project, a hook that could
+//! not run) and to write a native session for `grove resume`.
+//!
+//! - Claude Code: `$CLAUDE_CONFIG_DIR` or `~/.claude`, then
+//!   `projects/<the cwd with every character but ASCII letters and digits
+//!   made '-'>/<session id>.jsonl`.
+//! - Codex: `$CODEX_HOME` or `~/.codex`, then
+//!   `sessions/YYYY/MM/DD/rollout-<local time>-<session id>.jsonl`, whose
+//!   first line (`session_meta`) names the session's `cwd`.
+
+use std::io::{BufRead, Read};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use crate::agent::Native;
+
+/// Claude Code's configuration directory.
+pub fn claude_home() -> Option<PathBuf> {
+    env_dir("CLAUDE_CONFIG_DIR").or_else(|| Some(dirs::home_dir()?.join(".claude")))
+}
+
+/// Codex's home directory.
+pub fn codex_home() -> Option<PathBuf> {
+    env_dir("CODEX_HOME").or_else(|| Some(dirs::home_dir()?.join(".codex")))
+}
+
+fn env_dir(var: &str) -> Option<PathBuf> {
+    std::env::var_os(var)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// Claude Code's name for the project directory of sessions run in `cwd`.
+pub fn claude_project_name(cwd: &Path) -> String {
+    // Per UTF-16 unit, as Claude Code (JavaScript) does.
+    let s = cwd.to_string_lossy();
+    s.encode_utf16()
+        .map(|u| match char::from_u32(u32::from(u)) {
+            Some(c) if c.is_ascii_alphanumeric() => c,
+            _ => '-',
+        })
+        .collect()
+}
+
+/// The directory Claude Code keeps the sessions run in `cwd` in. A name
+/// over 200 characters is cut there and given a suffix of Claude Code's
+/// own: the directory that begins so is taken, when there is one.
+pub fn claude_project_dir(cwd: &Path) -> Option<PathBuf> {
+    let projects = claude_home()?.join("projects");
+    let name = claude_project_name(cwd);
+    if name.len() <= 200 {
+        return Some(projects.join(name));
+    }
+    let prefix = &name[..200];
+    std::fs::read_dir(&projects)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+        })
+}
+
+/// Claude Code's transcript of `session` run in `cwd`.
+pub fn claude_transcript(cwd: &Path, session: &str) -> Option<PathBuf> {
+    Some(claude_project_dir(cwd)?.join(format!("{session}.jsonl")))
+}
+
+/// The Codex rollout of `session`, newest day first.
+pub fn codex_rollout(session: &str) -> Option<PathBuf> {
+    let suffix = format!("-{session}.jsonl");
+    rollouts(None)
+        .into_iter()
+        .find(|p| p.to_string_lossy().ends_with(&suffix))
+}
+
+/// Codex rollouts, newest day first; only days from `since` on when given.
+fn rollouts(since: Option<SystemTime>) -> Vec<PathBuf> {
+    let Some(root) = codex_home().map(|h| h.join("sessions")) else {
+        return Vec::new();
+    };
+    // Day directories are in local time; a day before `since` in UTC
+    // may still hold it.
+    let first_day = since.map(|t| {
+        let t =
+            jiff::Timestamp::try_from(t).unwrap_or_default() - jiff::SignedDuration::from_hours(24);
+        t.strftime("%Y/%m/%d").to_string()
+    });
+    let mut out = Vec::new();
+    for year in sorted_dirs(&root) {
+        for month in sorted_dirs(&year) {
+            for day in sorted_dirs(&month) {
+                let key = day
+                    .strip_prefix(&root)
+                    .map(|p| p.to_string_lossy().replace('\\', "/"))
+                    .unwrap_or_default();
+                if first_day
+                    .as_ref()
+                    .is_some_and(|f| key.as_str() < f.as_str())
+                {
+                    continue;
+                }
+                let mut files: Vec<PathBuf> = std::fs::read_dir(&day)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| {
+                        p.extension().is_some_and(|e| e == "jsonl")
+                            && p.file_name()
+                                .is_some_and(|n| n.to_string_lossy().starts_with("rollout-"))
+                    })
+                    .collect();
+                files.sort();
+                files.reverse();
+                out.push((key, files));
+            }
+        }
+    }
+    out.sort_by(|a, b| b.0.cmp(&a.0));
+    out.into_iter().flat_map(|(_, f)| f).collect()
+}
+
+fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    v.sort();
+    v
+}
+
+/// A session found in the agent's files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    pub session_id: String,
+    pub transcript: PathBuf,
+}
+
+/// The sessions of `native` run in `cwd` and written to since `since`.
+pub fn sessions_since(native: Native, cwd: &Path, since: SystemTime) -> Vec<Found> {
+    let recent = |p: &Path| {
+        std::fs::metadata(p)
+            .and_then(|m| m.modified())
+            .is_ok_and(|m| m >= since)
+    };
+    let mut found: Vec<(SystemTime, Found)> = Vec::new();
+    match native {
+        Native::Claude => {
+            let Some(dir) = claude_project_dir(cwd) else {
+                return Vec::new();
+            };
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                let Some(stem) = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .and_then(|n| n.strip_suffix(".jsonl").map(str::to_string))
+                else {
+                    continue;
+                };
+                if stem.starts_with("agent-") || !recent(&path) {
+                    continue;
+                }
+                let first = modified(&path);
+                found.push((
+                    first,
+                    Found {
+                        session_id: stem,
+                        transcript: path,
+                    },
+                ));
+            }
+        }
+        Native::Codex => {
+            for path in rollouts(Some(since)) {
+                if !recent(&path) {
+                    continue;
+                }
+                let Some((id, session_cwd)) = codex_meta(&path) else {
+                    continue;
+                };
+                if same_dir(Path::new(&session_cwd), cwd) {
+                    found.push((
+                        modified(&path),
+                        Found {
+                            session_id: id,
+                            transcript: path,
+                        },
+                    ));
+                }
+            }
+        }
+    }
+    found.sort_by_key(|(t, _)| *t);
+    found.into_iter().map(|(_, f)| f).collect()
+}
+
+fn modified(p: &Path) -> SystemTime {
+    std::fs::metadata(p)
+        .and_then(|m| m.modified())
+        .unwrap_or(SystemTime::UNIX_EPOCH)
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    a == b
+        || match (a.canonicalize(), b.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
+}
+
+/// The session id and cwd from a rollout's `session_meta` line.
+pub fn codex_meta(path: &Path) -> Option<(String, String)> {
+    let file = std::fs::File::open(path).ok()?;
+    let mut line = String::new();
+    std::io::BufReader::new(file)
+        .take(1 << 20)
+        .read_line(&mut line)
+        .ok()?;
+    let v: serde_json::Value = serde_json::from_str(line.trim_end()).ok()?;
+    if v.get("type")?.as_str()? != "session_meta" {
+        return None;
+    }
+    let p = v.get("payload")?;
+    Some((
+        p.get("id")?.as_str()?.to_string(),
+        p.get("cwd")?.as_str()?.to_string(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claude_names_projects_by_their_path() {
+        assert_eq!(
+            claude_project_name(Path::new("/home/me/my.app_x")),
+            "-home-me-my-app-x"
+        );
+        assert_eq!(claude_project_name(Path::new("/tmp/é")), "-tmp--");
+    }
+}

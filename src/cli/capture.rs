@@ -1,0 +1,278 @@
+//! `grove capture`
+
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+
+use grove::agent::Native;
+use grove::capture::{self, hook};
+use grove::project::Project;
+
+use super::Output;
+
+/// Capture an agent's conversation into a task's thread as it happens.
+///
+/// `grove launch` and `grove new --launch` install the hooks themselves;
+/// `install` does it for an agent you start yourself in a task's worktree.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    what: What,
+}
+
+#[derive(clap::Subcommand)]
+enum What {
+    /// Run by Claude Code's hooks: reads the hook's JSON on stdin and
+    /// captures the new turns. Prints nothing, always exits 0.
+    Claude(HookArgs),
+    /// Run by Codex's hooks: reads the hook's JSON on stdin and captures the
+    /// new turns. Prints nothing, always exits 0.
+    Codex(HookArgs),
+    /// Install the agents' project hooks in a task's worktree
+    /// (.claude/settings.local.json, .codex/hooks.json).
+    Install(InstallArgs),
+    /// Remove grove's hooks from a task's worktree (the user's stay).
+    Uninstall(InstallArgs),
+    /// Capture now what the hooks missed: sessions of the thread's agent run
+    /// in its worktree since the thread began, and what their transcripts
+    /// gained.
+    Sync(SyncArgs),
+}
+
+#[derive(clap::Args)]
+struct HookArgs {
+    /// The thread a new session goes into (set by `grove capture install`).
+    #[arg(long, value_name = "THREAD")]
+    thread: Option<String>,
+}
+
+#[derive(clap::Args)]
+struct InstallArgs {
+    /// The task's thread (default: the task of the worktree grove runs in).
+    thread: Option<String>,
+
+    /// Which agent's hooks: claude-code, codex, or all (default: the
+    /// thread's agent, or all when it is neither).
+    #[arg(long, value_name = "AGENT")]
+    agent: Option<String>,
+
+    /// Print the files written as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+struct SyncArgs {
+    /// The task's thread (default: the task of the worktree grove runs in).
+    thread: Option<String>,
+
+    /// Print {threadId, added, problems} as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
+    match args.what {
+        What::Claude(a) => Ok(run_hook(Native::Claude, a, cwd, out)),
+        What::Codex(a) => Ok(run_hook(Native::Codex, a, cwd, out)),
+        What::Install(a) => install(a, cwd, out, true),
+        What::Uninstall(a) => install(a, cwd, out, false),
+        What::Sync(a) => sync(a, cwd, out),
+    }
+}
+
+/// A hook call: whatever happens goes to the log, nothing to the agent.
+fn run_hook(native: Native, args: HookArgs, cwd: &Path, out: &Output) -> u8 {
+    if std::io::stdin().is_terminal() {
+        out.error(&format!(
+            "`grove capture {}` is run by the agent's hooks with the hook's JSON on stdin; \
+             `grove capture install` installs them",
+            native.format()
+        ));
+        return super::exit::USAGE;
+    }
+    let mut bytes = Vec::new();
+    if let Err(e) = std::io::stdin()
+        .take(hook::MAX_INPUT)
+        .read_to_end(&mut bytes)
+    {
+        hook::log(
+            None,
+            &format!("capture {}: reading stdin: {e}", native.format()),
+        );
+        return super::exit::SUCCESS;
+    }
+    let input = match hook::HookInput::parse(&bytes) {
+        Ok(i) => i,
+        Err(e) => {
+            hook::log(None, &format!("capture {}: {e}", native.format()));
+            return super::exit::SUCCESS;
+        }
+    };
+    let request = hook::Request {
+        native,
+        input: input.clone(),
+        thread: args.thread,
+        env_thread: std::env::var("GROVE_THREAD").ok().filter(|t| !t.is_empty()),
+        cwd: cwd.to_path_buf(),
+    };
+    match hook::handle(&request) {
+        Ok(h) => hook::log(
+            Some(&h.thread),
+            &hook::describe(&h, input.session_id.as_deref()),
+        ),
+        Err(e) => hook::log(
+            None,
+            &format!(
+                "capture {} {}: {e}",
+                native.format(),
+                input.hook_event_name.as_deref().unwrap_or("?")
+            ),
+        ),
+    }
+    super::exit::SUCCESS
+}
+
+/// The thread named, or the task of the worktree grove runs in.
+fn task_thread(
+    project: &Project,
+    query: Option<&str>,
+    out: &Output,
+) -> anyhow::Result<(grove::store::Thread, PathBuf)> {
+    if let Some(q) = query {
+        let found = super::resolve(out, project, q)?;
+        let Some(wt) = found.worktree.clone().or_else(|| {
+            // A thread in a project's own .agent/: that project.
+            found.thread.dir().ancestors().nth(3).map(Path::to_path_buf)
+        }) else {
+            anyhow::bail!("thread {} has no worktree", found.meta.thread_id);
+        };
+        if !wt.is_dir() {
+            anyhow::bail!(
+                "the worktree of thread {} ({}) is gone; `grove resume {}` makes it again",
+                found.meta.thread_id,
+                wt.display(),
+                found.meta.thread_id
+            );
+        }
+        return Ok((found.thread, wt));
+    }
+    let listing = project.store().list()?;
+    let mut tasks: Vec<_> = listing
+        .threads
+        .into_iter()
+        .filter(|t| t.meta.main_thread_id.is_none())
+        .collect();
+    tasks.sort_by(|a, b| a.meta.created_at.cmp(&b.meta.created_at));
+    let Some(first) = tasks.into_iter().next() else {
+        anyhow::bail!(
+            "no thread in {}: give the task's THREAD, or start one with `grove new`",
+            project.root.display()
+        );
+    };
+    Ok((first.thread, project.root.clone()))
+}
+
+fn install(args: InstallArgs, cwd: &Path, out: &Output, on: bool) -> anyhow::Result<u8> {
+    let project = Project::discover(cwd)?;
+    let (thread, worktree) = task_thread(&project, args.thread.as_deref(), out)?;
+    let agents: Vec<Native> = match args.agent.as_deref() {
+        Some("all") => vec![Native::Claude, Native::Codex],
+        Some(name) => vec![Native::from_name(name).ok_or_else(|| {
+            super::UsageError(format!(
+                "--agent {name:?}: grove installs hooks for claude-code and codex (or all)"
+            ))
+        })?],
+        None => match Native::from_name(&thread.meta()?.agent.id) {
+            Some(n) => vec![n],
+            None => vec![Native::Claude, Native::Codex],
+        },
+    };
+    let grove_exe = std::env::current_exe()?;
+    let mut files = Vec::new();
+    let mut skipped = Vec::new();
+    for native in agents {
+        if on {
+            let i = capture::install::install(native, &worktree, thread.id(), &grove_exe)?;
+            files.extend(i.files);
+            skipped.extend(i.skipped);
+        } else {
+            files.extend(capture::install::uninstall(native, &worktree)?);
+        }
+    }
+    if args.json {
+        out.json(&serde_json::json!({
+            "threadId": thread.id(),
+            "worktreePath": worktree,
+            "files": files,
+            "skipped": skipped,
+        }))?;
+        return Ok(super::exit::SUCCESS);
+    }
+    for s in &skipped {
+        out.warn(s);
+    }
+    let verb = if on { "installed" } else { "removed" };
+    if files.is_empty() {
+        out.status(&format!(
+            "grove: no capture hooks {verb} in {}",
+            worktree.display()
+        ));
+    } else {
+        out.status(&format!(
+            "grove: capture hooks {verb} for thread {} in {}",
+            thread.id(),
+            worktree.display()
+        ));
+        for f in &files {
+            out.line(&f.display().to_string())?;
+        }
+    }
+    if on {
+        out.status(
+            "grove: Codex runs a project's hooks only once you trust the project in Codex; until then, \
+             `grove capture sync` (and `grove list`/`show`) bring its turns",
+        );
+    }
+    Ok(super::exit::SUCCESS)
+}
+
+fn sync(args: SyncArgs, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
+    let project = Project::discover(cwd)?;
+    let (thread, worktree) = task_thread(&project, args.thread.as_deref(), out)?;
+    let meta = thread.meta()?;
+    let since = meta
+        .created_at
+        .parse::<jiff::Timestamp>()
+        .map(std::time::SystemTime::from)
+        .unwrap_or(std::time::UNIX_EPOCH);
+    let (mut added, mut problems) = capture::sync::catch_up(&thread)?;
+    let natives: Vec<Native> = match Native::from_name(&meta.agent.id) {
+        Some(n) => vec![n],
+        None => vec![Native::Claude, Native::Codex],
+    };
+    for native in natives {
+        let (n, p) = capture::sync::adopt_since(&thread, native, &worktree, since)?;
+        added += n;
+        problems.extend(p);
+    }
+    if args.json {
+        out.json(&serde_json::json!({
+            "threadId": thread.id(),
+            "added": added,
+            "problems": problems,
+        }))?;
+    } else {
+        for p in &problems {
+            out.warn(p);
+        }
+        out.status(&format!(
+            "grove: {added} message(s) captured into thread {}",
+            thread.id()
+        ));
+    }
+    Ok(if problems.is_empty() {
+        super::exit::SUCCESS
+    } else {
+        super::exit::PARTIAL
+    })
+}

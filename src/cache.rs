@@ -208,15 +208,20 @@ fn link_files(from: &Path, to: &Path) -> Result<()> {
 /// its directory went (`git clean -fdx`): built aside and renamed into
 /// place, the log hard-linked again (copied across filesystems).
 pub fn restore(cached: &CachedThread, store: &crate::store::Store) -> Result<Thread> {
-    let staged = store.stage_empty(cached.thread.id())?;
-    let bytes = fsutil::read(&cached.thread.meta_path())?;
+    restore_thread(&cached.thread, store)
+}
+
+/// [`restore`] from the cache entry's thread itself.
+pub fn restore_thread(cached: &Thread, store: &crate::store::Store) -> Result<Thread> {
+    let staged = store.stage_empty(cached.id())?;
+    let bytes = fsutil::read(&cached.meta_path())?;
     fsutil::write_atomic(&staged.path().join(atsf::THREAD_FILE), &bytes)?;
     fsutil::link_or_copy(
-        &cached.thread.messages_path(),
+        &cached.messages_path(),
         &staged.path().join(atsf::MESSAGES_FILE),
         true,
     )?;
-    link_files(cached.thread.dir(), staged.path())?;
+    link_files(cached.dir(), staged.path())?;
     staged.publish()
 }
 
@@ -373,10 +378,7 @@ pub fn remove_stale_temps(main_root: &Path) -> Result<Vec<PathBuf>> {
     if let Ok(entries) = std::fs::read_dir(&repo) {
         for entry in entries.flatten() {
             if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                removed.extend(fsutil::remove_stale_temps(&entry.path())?);
-                removed.extend(fsutil::remove_stale_temps(
-                    &entry.path().join(atsf::ASSETS_DIR),
-                )?);
+                removed.extend(fsutil::remove_stale_temps_tree(&entry.path())?);
             }
         }
     }

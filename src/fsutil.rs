@@ -440,6 +440,27 @@ pub fn remove_stale_temps(dir: &Path) -> Result<Vec<PathBuf>> {
     remove_temps_older_than(dir, std::time::Duration::ZERO)
 }
 
+/// [`remove_stale_temps`] for `dir` and every directory below it (a
+/// thread's `assets/`, `logs/` and side directories: a copy into any of them
+/// goes through a temp file). Symbolic links are never followed.
+pub fn remove_stale_temps_tree(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut removed = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        removed.extend(remove_stale_temps(&dir)?);
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        stack.extend(
+            entries
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path()),
+        );
+    }
+    Ok(removed)
+}
+
 /// Removes the [`TMP_PREFIX`] files of `dir` last changed longer than `age`
 /// ago: for directories whose writers hold no lock but write only small
 /// files, so any temp file older than a moment is a killed writer's.

@@ -217,7 +217,7 @@ fn remove_stale_temps(
     removed += grove::cache::remove_stale_temps(&project.main_root)?.len();
     for f in threads.iter().filter(|f| !f.from_cache) {
         if let Ok(lock) = f.thread.lock() {
-            removed += grove::fsutil::remove_stale_temps(f.thread.dir())?.len();
+            removed += grove::fsutil::remove_stale_temps_tree(f.thread.dir())?.len();
             drop(lock);
         }
     }

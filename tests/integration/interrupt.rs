@@ -382,3 +382,45 @@ fn kills_during_import_lose_no_message_and_leave_nothing_behind() {
     assert_eq!(ids.len(), 400, "every record once");
     assert_eq!(unique.len(), 400);
 }
+
+/// A writer killed between its temp file and the rename leaves the temp in
+/// whatever directory of the thread it was writing: `logs/`, `assets/`, a
+/// side directory, in the worktree or in the cache's copy. gc finds them all.
+#[test]
+fn gc_removes_a_killed_writers_temp_files_in_every_directory_of_a_thread() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let task = new_task(&sb, &repo, &["temps"]);
+    let id = task["threadId"].as_str().unwrap().to_string();
+    let dir = PathBuf::from(task["threadDir"].as_str().unwrap());
+    std::fs::create_dir_all(dir.join("logs/deep")).unwrap();
+    std::fs::write(dir.join("logs/deep/hook.log"), "ran\n").unwrap();
+    list_rows(&sb, &repo); // refreshes the cache, which links logs/ in
+    let cache = sb.grove_home().join("cache");
+    let entry = std::fs::read_dir(&cache)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join(&id))
+        .find(|p| p.is_dir())
+        .expect("a cache entry");
+    assert!(entry.join("logs/deep/hook.log").is_file());
+    let planted = [
+        dir.join("logs/.grove-tmp-link-a"),
+        dir.join("logs/deep/.grove-tmp-link-b"),
+        entry.join("logs/.grove-tmp-link-c"),
+        entry.join("logs/deep/.grove-tmp-link-d"),
+    ];
+    for p in &planted {
+        std::fs::write(p, "half").unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(1100));
+    let out = json(&ok(sb.grove(&repo).args(["gc", "--yes", "--json"])));
+    for p in &planted {
+        assert!(!p.exists(), "{} left behind: {out}", p.display());
+    }
+    assert!(dir.join("logs/deep/hook.log").is_file(), "real files stay");
+    assert!(
+        entry.join("logs/deep/hook.log").is_file(),
+        "real files stay"
+    );
+}

@@ -130,6 +130,7 @@ pub fn derive(
                 hooks: options.hooks,
                 trust: options.trust,
                 carry_from: options.carry.then_some(wt),
+                thread_id: None,
             };
             let created = worktree::create_with(&wt_project, &task, reporter, ask_trust, &maker)?;
             Derived {

@@ -153,6 +153,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         hooks: !args.task.no_hooks,
         trust: args.task.trust,
         carry_from: args.carry.then(|| project.root.clone()),
+        thread_id: None,
     };
     let reporter = Reporter::new(false);
     let created = worktree::create(&project, &task, &reporter, &ask_trust)?;

@@ -44,6 +44,9 @@ pub struct NewTask {
     /// (`--carry`, `fork`); the source is not changed. The branch then starts
     /// at that worktree's HEAD unless `base` says otherwise.
     pub carry_from: Option<PathBuf>,
+    /// The thread's id, when the task's thread exists already (a removed
+    /// task made again); a new one otherwise.
+    pub thread_id: Option<String>,
 }
 
 /// How the task's thread is made once its worktree exists.
@@ -188,7 +191,10 @@ struct Plan {
 /// Step 1: the thread id, the branch and its base, the directory — all
 /// checked before anything is made.
 fn plan(project: &Project, repo: &Repo, task: &NewTask, config: Option<&Config>) -> Result<Plan> {
-    let meta = crate::threads::new_meta(&task.title, &task.agent, Context::default());
+    let mut meta = crate::threads::new_meta(&task.title, &task.agent, Context::default());
+    if let Some(id) = &task.thread_id {
+        meta.thread_id = id.clone();
+    }
     let id = meta.thread_id.clone();
     let short: String = id.chars().take(8).collect();
     let (branch, create_branch) = choose_branch(repo, task, config, &short)?;

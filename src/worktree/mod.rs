@@ -7,6 +7,7 @@ pub mod exclude;
 pub mod gc;
 mod remove;
 mod repo;
+mod revive;
 
 pub use create::{
     CreatedTask, DEFAULT_BRANCH_PREFIX, MakeThread, NewTask, branch_prefix, create, create_with,
@@ -14,6 +15,7 @@ pub use create::{
 pub(crate) use remove::delete_branch as delete_branch_at;
 pub use remove::{RemoveOptions, Removed, remove, unsafe_reasons};
 pub use repo::{Repo, WorktreeEntry, is_dirty, parse_worktree_list};
+pub use revive::{ReviveOptions, gone_worktree, revive};
 
 /// Whether a path of a worktree (as git prints it, relative to its root) is
 /// one of grove's own: `.agent/threads/…` or `.agent/.grove/…`. Those are

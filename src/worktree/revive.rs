@@ -1,0 +1,160 @@
+//! Making a removed task's worktree again (`grove resume`): the branch
+//! checked out anew — or, when the branch is gone, made again at the commit
+//! the task recorded — in the worktree's old directory when it is free, with
+//! the project's setup applied and the thread put back from the cache,
+//! under its own id.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::Repo;
+use super::create::{CreatedTask, MakeThread, NewTask, create_with};
+use crate::atsf::{self, ThreadMeta};
+use crate::discovery::Found;
+use crate::error::{Error, Result};
+use crate::hooks::HookReporter;
+use crate::project::Project;
+use crate::store::{Store, Thread};
+
+/// How the worktree is made again.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReviveOptions {
+    /// Apply `worktreeHooks` (false: `--no-hooks`).
+    pub hooks: bool,
+    /// Trust the project's commands without asking.
+    pub trust: bool,
+}
+
+/// Makes the worktree of `found` (a thread whose worktree is gone, read
+/// from the cache) again and restores the thread into it.
+pub fn revive(
+    project: &Project,
+    found: &Found,
+    options: ReviveOptions,
+    reporter: &dyn HookReporter,
+    ask_trust: &dyn Fn(&[atsf::PostSetupCommand]) -> bool,
+) -> Result<CreatedTask> {
+    let repo = Repo::new(&project.main_root)?;
+    // A worktree deleted behind git's back still holds its branch.
+    repo.prune()?;
+    let task = plan(&repo, found, options)?;
+    let maker = Revive {
+        cached: found.thread.clone(),
+        created_branch: created_branch(&found.meta),
+    };
+    create_with(project, &task, reporter, ask_trust, &maker)
+}
+
+/// The task to make: the recorded branch (or the recorded commit), the old
+/// directory when nothing is there now.
+fn plan(repo: &Repo, found: &Found, options: ReviveOptions) -> Result<NewTask> {
+    let meta = &found.meta;
+    let branch = found
+        .branch
+        .clone()
+        .or_else(|| meta.context.worktree.as_ref().map(|w| w.branch.clone()))
+        .or_else(|| meta.context.git_branch.clone())
+        .filter(|b| !b.is_empty())
+        .ok_or_else(|| {
+            Error::Other(format!(
+                "thread {} recorded no branch; there is no worktree to make again (start a new task with `grove new --in` or `grove fork`)",
+                meta.thread_id
+            ))
+        })?;
+    let base = if repo.branch_exists(&branch)? {
+        None
+    } else {
+        let commit = meta.context.git_commit.clone().unwrap_or_default();
+        if commit.is_empty() || repo.resolve_commit(&commit)?.is_none() {
+            return Err(Error::Other(format!(
+                "the branch {branch} of thread {} is gone and its recorded commit {} is not in {}; \
+                 make the branch again (`git branch {branch} <commit>`) and retry",
+                meta.thread_id,
+                if commit.is_empty() { "(none)" } else { &commit },
+                repo.main_root.display()
+            )));
+        }
+        Some(commit)
+    };
+    Ok(NewTask {
+        title: meta.title.clone(),
+        agent: meta.agent.id.clone(),
+        prompt: None,
+        branch: Some(branch),
+        base,
+        dir: found.worktree.clone().filter(|d| is_free(d)),
+        hooks: options.hooks,
+        trust: options.trust,
+        carry_from: None,
+        thread_id: Some(meta.thread_id.clone()),
+    })
+}
+
+/// Nothing, or an empty directory, is at `dir`.
+fn is_free(dir: &Path) -> bool {
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => entries.next().is_none(),
+        Err(_) => std::fs::symlink_metadata(dir).is_err(),
+    }
+}
+
+fn created_branch(meta: &ThreadMeta) -> bool {
+    meta.metadata
+        .as_ref()
+        .and_then(|m| m.get("grove")?.get("createdBranch")?.as_bool())
+        .unwrap_or(false)
+}
+
+/// Puts the cached thread into the new worktree, with the new worktree's
+/// context; everything else it recorded stays.
+struct Revive {
+    cached: Thread,
+    created_branch: bool,
+}
+
+impl MakeThread for Revive {
+    fn make(&self, store: &Store, fresh: ThreadMeta) -> Result<Thread> {
+        let thread = crate::cache::restore_thread(&self.cached, store)?;
+        thread.update_meta(|meta| {
+            meta.context.working_dir = fresh.context.working_dir.clone();
+            meta.context.relative_dir = fresh.context.relative_dir.clone();
+            meta.context.worktree = fresh.context.worktree.clone();
+            meta.context.git_branch = fresh.context.git_branch.clone();
+            meta.context.git_commit = fresh.context.git_commit.clone();
+            let made = fresh
+                .metadata
+                .as_ref()
+                .and_then(|m| m.get("grove")?.as_object().cloned())
+                .unwrap_or_default();
+            let grove = meta
+                .metadata_mut()
+                .entry("grove")
+                .or_insert_with(|| Value::Object(Default::default()));
+            if !grove.is_object() {
+                *grove = Value::Object(Default::default());
+            }
+            if let Value::Object(grove) = grove {
+                for (k, v) in made {
+                    grove.insert(k, v);
+                }
+                // grove made the branch, then or now: `rm` may delete it.
+                let created = self.created_branch
+                    || grove.get("createdBranch").and_then(Value::as_bool) == Some(true);
+                grove.insert("createdBranch".into(), Value::Bool(created));
+                grove.insert("revivedAt".into(), Value::from(atsf::now_timestamp()));
+            }
+        })?;
+        Ok(thread)
+    }
+
+    fn initial_prompt(&self) -> bool {
+        false
+    }
+}
+
+/// Where a thread's worktree was, when it has one and it is gone.
+pub fn gone_worktree(found: &Found) -> Option<PathBuf> {
+    let wt = found.worktree.as_ref()?;
+    (found.live_worktree().is_none() && !wt.is_dir()).then(|| wt.clone())
+}

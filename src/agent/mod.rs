@@ -11,6 +11,7 @@
 //! conversation is captured and resumed like theirs.
 
 pub mod launch;
+pub mod resume;
 pub mod session;
 pub mod settings;
 

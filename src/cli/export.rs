@@ -3,28 +3,35 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use grove::agent::{Native, resume};
 use grove::export::{self, Format};
 
 use super::Output;
 
 /// Write a thread out for people: Markdown to paste into an issue, a single
 /// self-contained HTML page (images embedded, tool calls collapsible,
-/// thinking folded), or the raw ATSF message log (jsonl).
+/// thinking folded), or the raw ATSF message log (jsonl). Or for an agent:
+/// a Claude Code session or a Codex rollout (claude, codex), written into
+/// the agent's own directory so `claude --resume ID` / `codex resume ID`
+/// continue it (what `grove resume` does, without starting the agent).
 #[derive(clap::Args)]
 pub struct Args {
     /// Thread id or a unique prefix of it.
     thread: String,
 
-    /// md, html or jsonl.
+    /// md, html, jsonl; claude or codex (the agent's session format).
     #[arg(long, short = 'f', value_enum)]
     format: FormatArg,
 
-    /// Write to FILE (replaced atomically) instead of stdout.
+    /// Write to FILE (replaced atomically) instead of stdout. For claude
+    /// and codex: instead of the agent's directory (`-` is stdout), and an
+    /// existing FILE is never replaced.
     #[arg(long, short = 'o', value_name = "FILE")]
     output: Option<PathBuf>,
 
-    /// With -o: print {threadId, format, path, messages, skipped} as JSON.
-    #[arg(long, requires = "output")]
+    /// With -o (or claude, codex): print {threadId, format, path, messages,
+    /// skipped} as JSON.
+    #[arg(long)]
     json: bool,
 }
 
@@ -33,14 +40,30 @@ enum FormatArg {
     Md,
     Html,
     Jsonl,
+    Claude,
+    Codex,
 }
 
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
+    let native = match args.format {
+        FormatArg::Claude => Some(Native::Claude),
+        FormatArg::Codex => Some(Native::Codex),
+        _ => None,
+    };
+    if let Some(native) = native {
+        return run_native(&args, native, cwd, out);
+    }
+    if args.json && args.output.is_none() {
+        return Err(super::UsageError(
+            "--json needs -o FILE for md, html and jsonl (stdout holds the export)".into(),
+        )
+        .into());
+    }
     let thread = super::resolve_thread(cwd, &args.thread)?;
     let format = match args.format {
         FormatArg::Md => Format::Markdown,
         FormatArg::Html => Format::Html,
-        FormatArg::Jsonl => Format::Jsonl,
+        FormatArg::Jsonl | FormatArg::Claude | FormatArg::Codex => Format::Jsonl,
     };
     let done = match &args.output {
         Some(path) => {
@@ -80,6 +103,75 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     };
     for e in &done.skipped {
         out.warn(&format!("skipped: {e}"));
+    }
+    Ok(super::exit::SUCCESS)
+}
+
+/// A thread as a session of `native`: into the agent's directory (recorded
+/// on the thread, like `grove resume` does), to `-o FILE`, or to stdout.
+fn run_native(args: &Args, native: Native, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
+    let project = grove::project::Project::discover(cwd)?;
+    let found = super::resolve(out, &project, &args.thread)?;
+    let thread = &found.thread;
+    // The session's cwd: where the agent resumes it.
+    let run_in = found
+        .live_worktree()
+        .map(Path::to_path_buf)
+        .or_else(|| found.worktree.clone())
+        .unwrap_or_else(|| {
+            let recorded = PathBuf::from(&found.meta.context.working_dir);
+            if recorded.is_absolute() {
+                recorded
+            } else {
+                project.root.clone()
+            }
+        });
+    let session = resume::new_session_id(native);
+    let (path, report) = match args.output.as_deref() {
+        None => {
+            let written = resume::write_session(thread, native, &run_in)?;
+            (Some(written.path), written.report)
+        }
+        Some(p) if p == Path::new("-") => {
+            let stdout = std::io::stdout().lock();
+            let mut w = std::io::BufWriter::with_capacity(256 * 1024, stdout);
+            let report = export::native::write(thread, native, &session, &run_in, &mut w)?;
+            w.flush()?;
+            (None, report)
+        }
+        Some(p) => {
+            let path = cwd.join(p);
+            refuse_thread_file(&path)?;
+            let report = resume::write_new(&path, |w| {
+                export::native::write(thread, native, &session, &run_in, w)
+            })?;
+            (Some(path), report)
+        }
+    };
+    for s in &report.skipped {
+        out.warn(&format!("left out: {s}"));
+    }
+    let Some(path) = path else {
+        return Ok(super::exit::SUCCESS);
+    };
+    out.status(&format!(
+        "grove: exported {} message(s) as {} session {}",
+        report.messages,
+        native.agent_id(),
+        report.session_id
+    ));
+    if args.json {
+        out.json(&serde_json::json!({
+            "threadId": thread.id(),
+            "format": native.format(),
+            "sessionId": report.session_id,
+            "path": path,
+            "cwd": run_in,
+            "messages": report.messages,
+            "skipped": report.skipped,
+        }))?;
+    } else {
+        out.line(&path.display().to_string())?;
     }
     Ok(super::exit::SUCCESS)
 }

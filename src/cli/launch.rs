@@ -3,7 +3,7 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use grove::agent::{self, Origin, Settings, session};
+use grove::agent::{self, AgentSpec, Origin, Settings, session};
 use grove::project::Project;
 use grove::store::Thread;
 
@@ -97,6 +97,17 @@ pub fn launch_in(
     args: &LaunchArgs,
     options: session::Options,
 ) -> anyhow::Result<u8> {
+    let spec = agent_spec(project, agent_id, args)?;
+    start(out, thread, worktree, spec, &options)
+}
+
+/// The agent `agent_id`, its project command trusted (by `--trust-agent`,
+/// an earlier `grove trust` or the user's answer) before it may run.
+pub fn agent_spec(
+    project: &Project,
+    agent_id: &str,
+    args: &LaunchArgs,
+) -> anyhow::Result<AgentSpec> {
     let settings = Settings::load(Some(&project.main_root))?;
     let spec = agent::resolve(agent_id, &settings)?;
     if spec.origin == Origin::Project && !settings.project_trusted()? {
@@ -112,7 +123,19 @@ pub fn launch_in(
             );
         }
     }
-    let plan = session::plan(thread, worktree, spec, &options)?;
+    Ok(spec)
+}
+
+/// Runs `spec` for `thread` in `worktree` in the foreground; the agent's
+/// exit code is returned.
+pub fn start(
+    out: &Output,
+    thread: &Thread,
+    worktree: &Path,
+    spec: AgentSpec,
+    options: &session::Options,
+) -> anyhow::Result<u8> {
+    let plan = session::plan(thread, worktree, spec, options)?;
     out.status(&format!(
         "grove: starting {} in {} (thread {})",
         super::output::escape_line(&plan.argv.join(" ")),

@@ -20,6 +20,7 @@ mod output;
 mod path;
 mod progress;
 mod repair;
+mod resume;
 mod rm;
 mod search;
 mod show;
@@ -92,6 +93,7 @@ enum Command {
     Validate(validate::Args),
     Launch(launch::Args),
     Capture(capture::Args),
+    Resume(resume::Args),
 }
 
 /// A mistake in how grove was called, reported with exit code 2.
@@ -152,6 +154,7 @@ fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Validate(args) => validate::run(args, &cwd, out),
         Command::Launch(args) => launch::run(args, &cwd, out),
         Command::Capture(args) => capture::run(args, &cwd, out),
+        Command::Resume(args) => resume::run(args, &cwd, out),
     }
 }
 

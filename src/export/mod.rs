@@ -2,8 +2,11 @@
 //! self-contained HTML page, or the raw ATSF message log. Every exporter
 //! streams the log: a large thread is never held in memory.
 
+pub mod claude;
+pub mod codex;
 mod html;
 mod markdown;
+pub mod native;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

@@ -566,7 +566,12 @@ impl ExistingThread {
                 return;
             }
         }
-        if !self.known.ids.contains(&m.id) {
+        // A part of a message the thread has (grove wrote one message as
+        // several records of the agent's, `<id>~part~<n>`) is not new.
+        let part_of_known =
+            m.id.split_once("~part~")
+                .is_some_and(|(base, _)| self.known.ids.contains(base));
+        if !self.known.ids.contains(&m.id) && !part_of_known {
             self.known.ids.insert(m.id.clone());
             self.fresh.push(m);
             self.assets.extend(assets);

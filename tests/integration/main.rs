@@ -19,6 +19,7 @@ mod import;
 mod interrupt;
 mod live;
 mod loss;
+mod native;
 mod parallel;
 mod props;
 mod read;

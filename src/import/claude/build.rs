@@ -330,7 +330,11 @@ impl Builder {
         };
         let mut m = self.message(e, Role::System, vec![ContentBlock::text(text)], &raw);
         let mut kept = raw;
-        kept.remove("content");
+        // The text made from the record's fields: its own content is kept
+        // (a session written back gets it, not the text made from it).
+        if !matches!(subtype.as_str(), "api_error" | "compact_boundary") {
+            kept.remove("content");
+        }
         m.extra.insert("claude".into(), Value::Object(kept));
         let label = if subtype.is_empty() {
             "system".to_string()
@@ -405,7 +409,7 @@ impl Builder {
         raw: &Map<String, Value>,
     ) -> Message {
         let mut m = Message::new(role, content);
-        m.id = match str_of(raw, "uuid") {
+        m.id = match crate::export::native::grove_id(raw).or_else(|| str_of(raw, "uuid")) {
             Some(u) => u.to_string(),
             None => format!("{}-{}", e.kind, e.hash.as_deref().unwrap_or("0")),
         };

@@ -74,6 +74,9 @@ pub(super) struct Reader {
     thread_id: String,
     pub carried: Carried,
     log: CallLog,
+    /// The id the record being read names for its message (`grove.id`,
+    /// written by grove's own export).
+    named: Option<String>,
 }
 
 fn s(o: &Map<String, Value>, k: &str) -> Option<String> {
@@ -90,6 +93,7 @@ impl Reader {
             thread_id: thread_id.to_string(),
             carried,
             log: CallLog::default(),
+            named: None,
         }
     }
 
@@ -108,6 +112,7 @@ impl Reader {
         {
             self.carried.last_time = Some(t);
         }
+        self.named = crate::export::native::grove_id(&raw).map(str::to_string);
         let payload = raw
             .get("payload")
             .and_then(Value::as_object)
@@ -161,9 +166,9 @@ impl Reader {
         format!("{}-L{}", self.thread_id, at.line)
     }
 
-    fn new_message(&self, at: &At, role: Role, content: Vec<ContentBlock>) -> Message {
+    fn new_message(&mut self, at: &At, role: Role, content: Vec<ContentBlock>) -> Message {
         let mut m = Message::new(role, content);
-        m.id = self.id(at);
+        m.id = self.named.take().unwrap_or_else(|| self.id(at));
         m.timestamp = self
             .carried
             .last_time

@@ -1,0 +1,469 @@
+//! A thread as a Codex rollout: the JSONL Codex reads back with `codex
+//! resume`.
+//!
+//! `session_meta` first, then per message the response items Codex writes
+//! (`message`, `reasoning`, `function_call` with its `function_call_output`)
+//! and the events its interface replays (`user_message`, `agent_message`,
+//! `token_count`). A message imported from Codex gets its items back from
+//! what the import kept (`codex`, the records carried whole); any other is
+//! written the way Codex writes one. `turn_context` records carry the model
+//! of the replies after them.
+
+use std::io::Write;
+use std::path::Path;
+
+use serde_json::{Map, Value, json};
+
+use super::native::{self, Assets, GROVE_KEY, NativeExport};
+use crate::atsf::{ContentBlock, Message, Role, ToolCall, ToolStatus};
+use crate::error::{Error, Result};
+use crate::store::Thread;
+
+/// Writes `thread` as Codex session `session` run in `cwd`.
+pub fn write(
+    thread: &Thread,
+    session: &str,
+    cwd: &Path,
+    out: &mut dyn Write,
+) -> Result<NativeExport> {
+    let mut report = NativeExport {
+        session_id: session.to_string(),
+        ..NativeExport::default()
+    };
+    let messages = native::messages(thread, &mut report.skipped)?;
+    let meta = thread.meta()?;
+    let kept_meta = meta
+        .metadata
+        .as_ref()
+        .and_then(|m| m.get("codex"))
+        .and_then(Value::as_object);
+    let version = kept_meta
+        .and_then(|m| m.get("cli_version"))
+        .and_then(Value::as_str)
+        .unwrap_or("0.0.0")
+        .to_string();
+    let mut w = Writer {
+        out,
+        cwd: cwd.to_string_lossy().into_owned(),
+        assets: Assets::of(thread),
+        model: None,
+        totals: (0, 0),
+        time: meta.created_at.clone(),
+        path: thread.dir().to_path_buf(),
+    };
+    w.record(
+        "session_meta",
+        json!({
+            "id": session,
+            "timestamp": meta.created_at,
+            "cwd": w.cwd,
+            "originator": "codex_cli_rs",
+            "cli_version": version,
+            "source": "cli",
+        }),
+        None,
+    )?;
+    for m in &messages {
+        if w.message(m)? {
+            report.messages += 1;
+        }
+    }
+    for name in &w.assets.missing {
+        report
+            .skipped
+            .push(format!("the image {name} is not in the thread's assets"));
+    }
+    Ok(report)
+}
+
+struct Writer<'a> {
+    out: &'a mut dyn Write,
+    cwd: String,
+    assets: Assets,
+    /// The model the last `turn_context` named.
+    model: Option<String>,
+    /// Token totals so far (input, output).
+    totals: (u64, u64),
+    time: String,
+    path: std::path::PathBuf,
+}
+
+impl Writer<'_> {
+    fn emit(&mut self, record: &Value) -> Result<()> {
+        let mut line = serde_json::to_vec(record).map_err(|e| Error::Other(e.to_string()))?;
+        line.push(b'\n');
+        self.out
+            .write_all(&line)
+            .map_err(|e| Error::io("writing the rollout of", &self.path, e))
+    }
+
+    /// A record of `kind` with `payload`, naming message `id` when given.
+    fn record(&mut self, kind: &str, payload: Value, id: Option<&str>) -> Result<()> {
+        let mut rec = json!({"timestamp": self.time, "type": kind, "payload": payload});
+        if let Some(id) = id {
+            rec[GROVE_KEY] = json!({"id": id});
+        }
+        self.emit(&rec)
+    }
+
+    /// Records carried whole: written back as they were.
+    fn carried(&mut self, records: Option<&Value>) -> Result<()> {
+        for r in records.and_then(Value::as_array).into_iter().flatten() {
+            let r = self.assets.inline(r);
+            if r.get("type").and_then(Value::as_str) == Some("turn_context")
+                && let Some(model) = r.pointer("/payload/model").and_then(Value::as_str)
+            {
+                self.model = Some(model.to_string());
+            }
+            self.emit(&r)?;
+        }
+        Ok(())
+    }
+
+    fn message(&mut self, m: &Message) -> Result<bool> {
+        self.time = m.timestamp.clone();
+        self.carried(m.extra.get("codexRecords"))?;
+        let written = if let Some(raw) = m.extra.get("codexRecord").and_then(Value::as_object) {
+            // An event or compaction kept whole: it is the message.
+            let mut raw = match self.assets.inline(&Value::Object(raw.clone())) {
+                Value::Object(o) => o,
+                _ => Map::new(),
+            };
+            raw.insert(GROVE_KEY.into(), json!({"id": m.id}));
+            self.emit(&Value::Object(raw))?;
+            true
+        } else {
+            match m.role {
+                Role::User => self.user(m)?,
+                Role::Agent => self.agent(m)?,
+                _ => self.system(m)?,
+            }
+        };
+        self.carried(m.extra.get("codexRecordsAfter"))?;
+        Ok(written)
+    }
+
+    /// What the import kept of the item, when it was this kind of item.
+    fn kept(m: &Message, kind: &str) -> Map<String, Value> {
+        m.extra
+            .get("codex")
+            .and_then(Value::as_object)
+            .filter(|k| {
+                k.get("type")
+                    .and_then(Value::as_str)
+                    .is_none_or(|t| t == kind)
+            })
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    fn content(&mut self, m: &Message, text_type: &str) -> Vec<Value> {
+        let mut out = Vec::new();
+        for b in &m.content {
+            match b {
+                ContentBlock::Text { text, extra } => {
+                    let mut o = extra.clone();
+                    o.insert("type".into(), Value::from(text_type));
+                    o.insert("text".into(), Value::from(text.clone()));
+                    out.push(Value::Object(o));
+                }
+                ContentBlock::Image(img) => {
+                    if let Some((mime, data)) = self.assets.image(img) {
+                        let mut o = img.extra.clone();
+                        o.insert("type".into(), Value::from("input_image"));
+                        o.insert(
+                            "image_url".into(),
+                            Value::from(format!("data:{mime};base64,{data}")),
+                        );
+                        out.push(Value::Object(o));
+                    }
+                }
+                ContentBlock::Unknown(map) => {
+                    out.push(self.assets.inline(&Value::Object(map.clone())))
+                }
+                ContentBlock::Thinking { .. } => {}
+            }
+        }
+        out
+    }
+
+    fn user(&mut self, m: &Message) -> Result<bool> {
+        let content = self.content(m, "input_text");
+        if content.is_empty() {
+            return Ok(false);
+        }
+        let mut item = Self::kept(m, "message");
+        item.insert("type".into(), Value::from("message"));
+        item.insert("role".into(), Value::from("user"));
+        // Every item is the user's own: a later import must not take any
+        // of it for injected context.
+        let kinds: Vec<Value> = content
+            .iter()
+            .map(|c| {
+                Value::from(if c.get("type") == Some(&Value::from("input_image")) {
+                    "user.image"
+                } else {
+                    "user.text"
+                })
+            })
+            .collect();
+        let mut pass = item
+            .remove("internal_chat_message_metadata_passthrough")
+            .and_then(|p| p.as_object().cloned())
+            .unwrap_or_default();
+        pass.insert("content_item_kinds".into(), Value::Array(kinds));
+        item.insert(
+            "internal_chat_message_metadata_passthrough".into(),
+            Value::Object(pass),
+        );
+        item.insert("content".into(), Value::Array(content));
+        self.record("response_item", Value::Object(item), Some(&m.id))?;
+        self.record(
+            "event_msg",
+            json!({"type": "user_message", "message": m.text(), "images": [], "kind": "plain"}),
+            None,
+        )?;
+        Ok(true)
+    }
+
+    fn system(&mut self, m: &Message) -> Result<bool> {
+        let content = self.content(m, "input_text");
+        if content.is_empty() {
+            return Ok(false);
+        }
+        let mut item = Self::kept(m, "message");
+        item.remove("internal_chat_message_metadata_passthrough");
+        item.insert("type".into(), Value::from("message"));
+        // Context for the agent, not the user's words.
+        item.insert("role".into(), Value::from("developer"));
+        item.insert("content".into(), Value::Array(content));
+        self.record("response_item", Value::Object(item), Some(&m.id))?;
+        Ok(true)
+    }
+
+    fn agent(&mut self, m: &Message) -> Result<bool> {
+        // One record per item; the first part keeps the message's id, the
+        // others name it with a `~part~` suffix.
+        let mut part = 0;
+        let id = |part: &mut usize| {
+            let id = match *part {
+                0 => m.id.clone(),
+                n => format!("{}~part~{n}", m.id),
+            };
+            *part += 1;
+            id
+        };
+        if let Some(model) = &m.model
+            && self.model.as_ref() != Some(model)
+        {
+            self.model = Some(model.clone());
+            self.record(
+                "turn_context",
+                json!({"cwd": self.cwd, "model": model}),
+                None,
+            )?;
+        }
+        let thinking: Vec<(&String, bool, &crate::atsf::Extra)> = m
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Thinking { text, extra } => Some((
+                    text,
+                    extra.get("codexContent") == Some(&Value::Bool(true)),
+                    extra,
+                )),
+                _ => None,
+            })
+            .collect();
+        if !thinking.is_empty() {
+            let summary: Vec<&str> = thinking
+                .iter()
+                .filter(|t| !t.1)
+                .map(|t| t.0.as_str())
+                .collect();
+            let raw: Vec<Value> = thinking
+                .iter()
+                .filter(|t| t.1)
+                .map(|t| json!({"type": "reasoning_text", "text": t.0}))
+                .collect();
+            let encrypted = thinking
+                .iter()
+                .find_map(|t| t.2.get("encryptedContent").cloned())
+                .unwrap_or(Value::Null);
+            let mut item = Self::kept(m, "reasoning");
+            item.insert("type".into(), Value::from("reasoning"));
+            item.insert(
+                "summary".into(),
+                Value::Array(
+                    summary
+                        .iter()
+                        .filter(|s| !s.is_empty())
+                        .map(|s| json!({"type": "summary_text", "text": s}))
+                        .collect(),
+                ),
+            );
+            item.insert(
+                "content".into(),
+                if raw.is_empty() {
+                    Value::Null
+                } else {
+                    Value::Array(raw)
+                },
+            );
+            item.insert("encrypted_content".into(), encrypted);
+            let i = id(&mut part);
+            self.record("response_item", Value::Object(item), Some(&i))?;
+        }
+        let content = self.content(m, "output_text");
+        if !content.is_empty() {
+            let mut item = Self::kept(m, "message");
+            item.insert("type".into(), Value::from("message"));
+            item.insert("role".into(), Value::from("assistant"));
+            item.insert("content".into(), Value::Array(content));
+            let i = id(&mut part);
+            self.record("response_item", Value::Object(item), Some(&i))?;
+            let mut event = json!({"type": "agent_message", "message": m.text()});
+            if let Some(phase) = m.extra.get("codex").and_then(|c| c.get("phase")) {
+                event["phase"] = phase.clone();
+            }
+            self.record("event_msg", event, None)?;
+        }
+        for call in m.tool_calls.iter().flatten() {
+            let i = id(&mut part);
+            self.call(call, &i)?;
+        }
+        if let Some(t) = &m.tokens {
+            self.tokens(t)?;
+        }
+        Ok(part > 0)
+    }
+
+    fn call(&mut self, call: &ToolCall, id: &str) -> Result<()> {
+        let mut item = call
+            .extra
+            .get("codex")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let kind = item
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("function_call")
+            .to_string();
+        item.insert("type".into(), Value::from(kind.clone()));
+        item.insert("name".into(), Value::from(call.name.clone()));
+        item.insert("call_id".into(), Value::from(call.tool_call_id.clone()));
+        let input = call.input.clone().unwrap_or_default();
+        match kind.as_str() {
+            "custom_tool_call" => {
+                item.insert("input".into(), Value::from(input));
+            }
+            "local_shell_call" | "web_search_call" => {
+                let action = serde_json::from_str(&input).unwrap_or(Value::from(input));
+                item.insert("action".into(), action);
+            }
+            _ => {
+                // Arguments are a JSON object's text; another agent's input
+                // that is not one is wrapped.
+                let args = match serde_json::from_str::<Value>(&input) {
+                    Ok(Value::Object(_)) => input,
+                    _ => native::input_object(call).to_string(),
+                };
+                item.insert("arguments".into(), Value::from(args));
+            }
+        }
+        self.record("response_item", Value::Object(item), Some(id))?;
+        if kind == "web_search_call"
+            || !matches!(call.status, ToolStatus::Completed | ToolStatus::Failed)
+        {
+            return Ok(());
+        }
+        let mut output = call
+            .extra
+            .get("codexOutput")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        output.insert(
+            "type".into(),
+            Value::from(if kind == "custom_tool_call" {
+                "custom_tool_call_output"
+            } else {
+                "function_call_output"
+            }),
+        );
+        output.insert("call_id".into(), Value::from(call.tool_call_id.clone()));
+        output.insert("output".into(), self.output(call));
+        self.record("response_item", Value::Object(output), None)
+    }
+
+    /// A call's output as Codex writes one, so that reading it gives back
+    /// the same text, status and images.
+    fn output(&mut self, call: &ToolCall) -> Value {
+        let text = call.output.clone().unwrap_or_default();
+        let failed = call.status == ToolStatus::Failed;
+        if let Some(blocks) = call.extra.get("outputContent").and_then(Value::as_array) {
+            let mut items = Vec::new();
+            for b in blocks {
+                match serde_json::from_value::<ContentBlock>(b.clone()) {
+                    Ok(ContentBlock::Text { text, .. }) => {
+                        items.push(json!({"type": "input_text", "text": text}))
+                    }
+                    Ok(ContentBlock::Image(img)) => {
+                        if let Some((mime, data)) = self.assets.image(&img) {
+                            items.push(json!({"type": "input_image", "image_url": format!("data:{mime};base64,{data}")}));
+                        }
+                    }
+                    _ => items.push(self.assets.inline(b)),
+                }
+            }
+            return if failed {
+                json!({"content": items, "success": false})
+            } else {
+                Value::Array(items)
+            };
+        }
+        if let Some(code) = call.extra.get("exitCode").and_then(Value::as_i64) {
+            return Value::from(
+                json!({"output": text, "metadata": {"exit_code": code}}).to_string(),
+            );
+        }
+        if failed {
+            return json!({"content": text, "success": false});
+        }
+        // Plain text, unless reading it back would take it for more.
+        let plain_ok = serde_json::from_str::<Value>(&text)
+            .map(|v| !(v.is_object() && v.get("output").is_some()))
+            .unwrap_or(true)
+            && !text
+                .lines()
+                .any(|l| l.starts_with("Process exited with code") || l.starts_with("Exit code:"));
+        if plain_ok {
+            Value::from(text)
+        } else {
+            json!({"content": text, "success": true})
+        }
+    }
+
+    fn tokens(&mut self, t: &crate::atsf::Tokens) -> Result<()> {
+        self.totals.0 += t.input.unwrap_or(0);
+        self.totals.1 += t.output.unwrap_or(0);
+        let mut last = t.extra.clone();
+        if let Some(n) = t.input {
+            last.insert("input_tokens".into(), Value::from(n));
+        }
+        if let Some(n) = t.output {
+            last.insert("output_tokens".into(), Value::from(n));
+        }
+        let total = json!({
+            "input_tokens": self.totals.0,
+            "output_tokens": self.totals.1,
+            "total_tokens": self.totals.0 + self.totals.1,
+        });
+        self.record(
+            "event_msg",
+            json!({"type": "token_count", "info": {"total_token_usage": total, "last_token_usage": last}}),
+            None,
+        )
+    }
+}

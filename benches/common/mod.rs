@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod claude;
+
 use std::time::Duration;
 
 /// GROVE_BENCH_SCALE (e.g. 0.1) shrinks the benchmarks for a quick look.

@@ -1,0 +1,166 @@
+//! Live capture benchmark: `cargo bench --bench capture`.
+//!
+//! What one agent turn costs with a 20 MB Claude Code transcript: the task's
+//! thread has captured the transcript once; each round appends a turn (a
+//! prompt and a reply) and runs the hook as Claude Code does — `grove
+//! capture claude --thread ID` with the `Stop` event's JSON on stdin — the
+//! whole process timed (start, lock, reading the new tail, appending, the
+//! agent's state). Target: median <= 20 ms. Alternating with it, `grove
+//! --version` (the same binary's start, the floor any hook pays) for scale.
+//! The last check: every round's two messages are in the thread, once.
+//! GROVE_BENCH_SCALE shrinks the transcript for a quick look.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::claude::{SESSION, common, transcript};
+use common::{median, scaled};
+
+const GROVE: &str = env!("CARGO_BIN_EXE_grove");
+const ROUNDS: usize = 21;
+
+struct Bench {
+    home: PathBuf,
+    repo: PathBuf,
+}
+
+impl Bench {
+    fn grove(&self, dir: &Path) -> Command {
+        let mut c = Command::new(GROVE);
+        c.current_dir(dir)
+            .env("GROVE_HOME", &self.home)
+            .env("CLAUDE_CONFIG_DIR", self.home.join("claude"))
+            .env_remove("GROVE_THREAD");
+        c
+    }
+
+    fn git(&self, args: &[&str]) {
+        let ok = Command::new("git")
+            .current_dir(&self.repo)
+            .args(["-c", "user.name=b", "-c", "user.email=b@b"])
+            .args(args)
+            .stdout(Stdio::null())
+            .status()
+            .expect("git")
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+}
+
+/// Runs `cmd` with `input` on stdin; its wall time.
+fn time(cmd: &mut Command, input: &[u8]) -> Duration {
+    let start = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input)
+        .expect("stdin");
+    let out = child.wait_with_output().expect("wait");
+    let elapsed = start.elapsed();
+    assert!(out.status.success(), "{cmd:?} failed");
+    elapsed
+}
+
+/// Appends one turn (a prompt, a reply) to the transcript.
+fn append_turn(file: &Path, last: &mut String, n: usize) {
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(file)
+        .expect("append");
+    let u = format!("u-live-{n}");
+    let a = format!("a-live-{n}");
+    let mut prompt = common("user", &u, &Some(last.clone()), n * 7);
+    prompt["message"] =
+        serde_json::json!({"role": "user", "content": format!("live prompt {n}")});
+    let mut reply = common("assistant", &a, &Some(u), n * 7 + 1);
+    reply["message"] = serde_json::json!({"model": "claude-opus-4-6", "id": format!("msg_live_{n}"),
+        "type": "message", "role": "assistant", "content": [{"type": "text", "text": format!("live reply {n}")}],
+        "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 2}});
+    writeln!(f, "{prompt}\n{reply}").expect("write");
+    *last = a;
+}
+
+fn main() {
+    let tmp = tempfile::Builder::new()
+        .prefix("grove-bench-capture-")
+        .tempdir()
+        .expect("tempdir");
+    let dir = tmp.path().canonicalize().expect("tmp");
+    let b = Bench {
+        home: dir.join("grove-home"),
+        repo: dir.join("repo"),
+    };
+    std::fs::create_dir_all(&b.repo).expect("repo");
+    b.git(&["init", "-q"]);
+    b.git(&["commit", "-q", "--allow-empty", "-m", "init"]);
+    let out = b
+        .grove(&b.repo)
+        .args(["new", "bench", "--agent", "claude-code", "--json"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("new");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let task: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let id = task["threadId"].as_str().expect("id").to_string();
+    let wt = PathBuf::from(task["worktreePath"].as_str().expect("wt"));
+
+    let file = dir.join(format!("{SESSION}.jsonl"));
+    let (mut last, turns) = transcript(&file, scaled(20 << 20));
+    let mb = std::fs::metadata(&file).expect("size").len() as f64 / (1 << 20) as f64;
+    let hook = serde_json::json!({
+        "session_id": SESSION,
+        "transcript_path": file,
+        "cwd": wt,
+        "permission_mode": "default",
+        "hook_event_name": "Stop",
+        "stop_hook_active": false,
+    })
+    .to_string();
+    let capture = || {
+        let mut c = b.grove(&wt);
+        c.args(["capture", "claude", "--thread", &id]);
+        c
+    };
+    let first = time(&mut capture(), hook.as_bytes());
+    println!(
+        "first capture of the {mb:.1} MB transcript ({turns} turns): {:.0} ms",
+        first.as_secs_f64() * 1e3
+    );
+    let count = || {
+        std::fs::read_to_string(wt.join(".agent/threads").join(&id).join("messages.jsonl"))
+            .expect("log")
+            .lines()
+            .count()
+    };
+    let before = count();
+    let version = || {
+        let mut c = b.grove(&wt);
+        c.arg("--version");
+        c
+    };
+    time(&mut version(), b"");
+    let (mut g, mut v) = (Vec::new(), Vec::new());
+    for n in 0..ROUNDS {
+        append_turn(&file, &mut last, turns + n);
+        g.push(time(&mut capture(), hook.as_bytes()));
+        v.push(time(&mut version(), b""));
+    }
+    let added = count() - before;
+    assert_eq!(added, 2 * ROUNDS, "each turn's two messages, once");
+    let (g, v) = (median(g), median(v));
+    println!(
+        "capture of one turn: {:.1} ms median over {ROUNDS} rounds (target <= 20 ms); grove --version {:.1} ms",
+        g.as_secs_f64() * 1e3,
+        v.as_secs_f64() * 1e3,
+    );
+}

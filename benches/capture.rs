@@ -80,8 +80,7 @@ fn append_turn(file: &Path, last: &mut String, n: usize) {
     let u = format!("u-live-{n}");
     let a = format!("a-live-{n}");
     let mut prompt = common("user", &u, &Some(last.clone()), n * 7);
-    prompt["message"] =
-        serde_json::json!({"role": "user", "content": format!("live prompt {n}")});
+    prompt["message"] = serde_json::json!({"role": "user", "content": format!("live prompt {n}")});
     let mut reply = common("assistant", &a, &Some(u), n * 7 + 1);
     reply["message"] = serde_json::json!({"model": "claude-opus-4-6", "id": format!("msg_live_{n}"),
         "type": "message", "role": "assistant", "content": [{"type": "text", "text": format!("live reply {n}")}],
@@ -109,7 +108,11 @@ fn main() {
         .stdin(Stdio::null())
         .output()
         .expect("new");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let task: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     let id = task["threadId"].as_str().expect("id").to_string();
     let wt = PathBuf::from(task["worktreePath"].as_str().expect("wt"));

@@ -106,4 +106,3 @@ pub fn turn(n: usize, parent: &mut Option<String>, body: &str, file: &str) -> Ve
     );
     lines
 }
-

@@ -67,6 +67,11 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
 pub fn worktree_of(found: &grove::discovery::Found) -> anyhow::Result<PathBuf> {
     let dir = match &found.worktree {
         Some(w) => w.clone(),
+        None if found.from_cache => anyhow::bail!(
+            "thread {} is only in grove's cache and recorded no worktree to run the agent in; \
+             `grove new --in` or `grove fork` starts from it in a worktree",
+            found.meta.thread_id
+        ),
         None => found
             .thread
             .dir()

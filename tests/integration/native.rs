@@ -602,3 +602,37 @@ fn export_as_a_session_writes_where_the_agent_looks_and_never_replaces_a_file() 
         "{text}"
     );
 }
+
+#[test]
+fn resume_refuses_before_writing_anything_when_the_agent_cannot_start() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let task = new_task(&sb, &repo, &["Task", "--prompt", "Fix it"]);
+    let id = task["threadId"].as_str().unwrap().to_string();
+    // The thread's agent is "unknown": resume needs to be told which.
+    let err = fails_with(sb.grove(&repo).args(["resume", &id]), 1);
+    assert!(err.contains("--agent claude-code"), "{err}");
+    // No claude on PATH (only git there): nothing is written.
+    ok(sb.grove(&repo).args(["rm", &id]));
+    let only_git = sb.dir("only-git");
+    let git = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(git.trim(), only_git.join("git")).unwrap();
+    let err = fails_with(
+        sb.grove(&repo)
+            .args(["resume", &id, "--agent", "claude-code"])
+            .env("PATH", &only_git),
+        1,
+    );
+    assert!(err.contains("was not found on PATH"), "{err}");
+    assert!(!sb.path().join("claude").exists(), "no session written");
+    let wt = PathBuf::from(task["worktreePath"].as_str().unwrap());
+    assert!(!wt.exists(), "the worktree is not made again for nothing");
+    assert_eq!(row_of(&sb, &repo, &id)["status"], "removed");
+}

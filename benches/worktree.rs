@@ -2,7 +2,11 @@
 //!
 //! - `grove new --no-hooks` against plain `git worktree add -b` on a
 //!   generated repository of 5,000 files, alternating in one run: ratio of medians.
-//! - `grove list --json` with 100 worktrees × 10 threads, warm.
+//! - `grove list --json` with 100 worktrees × 10 threads, warm; half the
+//!   branches have a commit of their own (not merged), a tenth of those
+//!   squash-merged, so the integration checks run. With
+//!   `GROVE_BENCH_BASELINE=<another grove binary>` (say, the last release's)
+//!   the two alternate on the same data: ratio of medians.
 //! - `grove fork` of a thread with a 50 MB `messages.jsonl` in a worktree of
 //!   5,000 files (one modified and one untracked file carried), against
 //!   `git worktree add -b` plus `cp` of the messages file, alternating.
@@ -111,6 +115,16 @@ fn bench_list(env: &Env) {
             .expect("grove new");
         assert!(out.status.success());
         let wt = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim_end());
+        if i % 2 == 1 {
+            std::fs::write(wt.join(format!("work{i}.txt")), "work\n").expect("work");
+            env.git(&wt, &["add", "."]);
+            env.git(&wt, &["commit", "-q", "-m", &format!("work {i}")]);
+            if i % 10 == 1 {
+                let branch = format!("grove/{}", wt_short(&wt));
+                env.git(&repo, &["merge", "-q", "--squash", &branch]);
+                env.git(&repo, &["commit", "-q", "-m", &format!("squash {i}")]);
+            }
+        }
         let store = Store::for_project(&wt);
         for j in 0..9 {
             let meta =
@@ -118,20 +132,46 @@ fn bench_list(env: &Env) {
             store.create_thread(&meta).expect("thread");
         }
     }
-    let mut list = env.cmd(GROVE, &repo);
-    list.args(["list", "--json"]);
-    env.time(list);
-    let times: Vec<_> = (0..7)
-        .map(|_| {
-            let mut list = env.cmd(GROVE, &repo);
-            list.args(["list", "--json"]);
-            env.time(list)
-        })
-        .collect();
+    let baseline = std::env::var("GROVE_BENCH_BASELINE").ok();
+    let list = |bin: &str| {
+        let mut list = env.cmd(bin, &repo);
+        list.args(["list", "--json"]);
+        env.time(list)
+    };
+    list(GROVE);
+    if let Some(b) = &baseline {
+        list(b);
+    }
+    let (mut g, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..7 {
+        g.push(list(GROVE));
+        if let Some(bin) = &baseline {
+            b.push(list(bin));
+        }
+    }
+    let g = median(g);
     println!(
         "list --json with {worktrees} worktrees x 10 threads: {:.1} ms warm (target < 100 ms)",
-        median(times).as_secs_f64() * 1e3
+        g.as_secs_f64() * 1e3
     );
+    if !b.is_empty() {
+        let b = median(b);
+        println!(
+            "  baseline {}: {:.1} ms, ratio {:.2}",
+            baseline.unwrap_or_default(),
+            b.as_secs_f64() * 1e3,
+            g.as_secs_f64() / b.as_secs_f64()
+        );
+    }
+}
+
+/// The short id grove names a task's worktree and branch with.
+fn wt_short(wt: &Path) -> String {
+    wt.file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix("thread-"))
+        .expect("a grove worktree")
+        .to_string()
 }
 
 /// Fills `thread_dir/messages.jsonl` with about `bytes` of realistic messages.

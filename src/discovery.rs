@@ -11,7 +11,8 @@ use crate::cache::{self, CacheRecord, CacheState};
 use crate::error::{Error, Result};
 use crate::project::Project;
 use crate::store::{Store, Thread, resolve_prefix};
-use crate::worktree::{Repo, WorktreeEntry, is_dirty};
+use crate::worktree::integrated::Checker;
+use crate::worktree::{Integration, Repo, WorktreeEntry, is_dirty};
 
 /// Where a thread stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -60,6 +61,9 @@ pub struct Found {
     pub repo_root: PathBuf,
     /// Whether the thread was read from the cache.
     pub from_cache: bool,
+    /// Why its branch counts as integrated into the default branch (when
+    /// its status is `merged`).
+    pub integration: Option<crate::worktree::Integration>,
 }
 
 impl Found {
@@ -223,6 +227,7 @@ fn add_local(project: &Project, out: &mut Discovered, seen: &mut HashSet<String>
                     locked: None,
                     repo_root: project.main_root.clone(),
                     from_cache: false,
+                    integration: None,
                     thread: t.thread,
                     meta: t.meta,
                 });
@@ -260,6 +265,7 @@ fn restore(main_root: &Path, wt: &WorktreeEntry, c: &cache::CachedThread) -> Res
         locked: wt.locked.clone(),
         repo_root: main_root.to_path_buf(),
         from_cache: false,
+        integration: None,
     })
 }
 
@@ -302,6 +308,7 @@ fn worktree_threads(main_root: &Path, wt: &WorktreeEntry, errors: &mut Vec<Error
                 locked: wt.locked.clone(),
                 repo_root: main_root.to_path_buf(),
                 from_cache: false,
+                integration: None,
                 thread: t.thread,
                 meta: t.meta,
             }
@@ -319,6 +326,7 @@ fn from_cache(c: &cache::CachedThread, status: Status, locked: Option<String>) -
         locked,
         repo_root: PathBuf::from(&c.record.repo_root),
         from_cache: true,
+        integration: None,
     }
 }
 
@@ -347,6 +355,7 @@ fn finish_interrupted_removals(repo: &Repo, cached: &[cache::CachedThread]) -> R
 /// per worktree (not per thread), worktrees spread over the cores.
 fn compute_statuses(repo: &Repo, threads: &mut [Found], indices: &[usize]) -> Result<()> {
     let default_refs = repo.default_branch_refs()?;
+    let checker = crate::worktree::integrated::Checker::open(&repo.main_root);
     let mut jobs: Vec<(PathBuf, Option<String>, Option<String>)> = Vec::new();
     for &i in indices {
         let f = &threads[i];
@@ -374,11 +383,12 @@ fn compute_statuses(repo: &Repo, threads: &mut [Found], indices: &[usize]) -> Re
         .unwrap_or(1)
         .clamp(1, 8);
     let chunk = jobs.len().div_ceil(workers).max(1);
-    let results: Vec<(PathBuf, Status)> = std::thread::scope(|scope| {
+    let results: Vec<(PathBuf, (Status, Option<Integration>))> = std::thread::scope(|scope| {
         let handles: Vec<_> = jobs
             .chunks(chunk)
             .map(|part| {
                 let default_refs = &default_refs;
+                let checker = &checker;
                 scope.spawn(move || {
                     let main = git2::Repository::open(&repo.main_root).ok();
                     part.iter()
@@ -390,6 +400,7 @@ fn compute_statuses(repo: &Repo, threads: &mut [Found], indices: &[usize]) -> Re
                                 branch.as_deref(),
                                 base.as_deref(),
                                 default_refs,
+                                checker,
                             );
                             (path.clone(), status)
                         })
@@ -402,12 +413,14 @@ fn compute_statuses(repo: &Repo, threads: &mut [Found], indices: &[usize]) -> Re
             .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect()
     });
+    checker.save();
     for &i in indices {
-        if let Some((_, status)) = results
+        if let Some((_, (status, integration))) = results
             .iter()
             .find(|(p, _)| Some(p) == threads[i].worktree.as_ref())
         {
             threads[i].status = *status;
+            threads[i].integration = integration.clone();
         }
     }
     Ok(())
@@ -420,50 +433,46 @@ fn worktree_status(
     branch: Option<&str>,
     base: Option<&str>,
     default_refs: &[String],
-) -> Status {
+    checker: &Checker,
+) -> (Status, Option<Integration>) {
     if is_dirty(path).unwrap_or(false) {
-        return Status::Dirty;
+        return (Status::Dirty, None);
     }
     let Some(branch) = branch else {
-        return Status::Live;
+        return (Status::Live, None);
     };
-    if is_merged(repo, main, branch, base, default_refs).unwrap_or(false) {
-        Status::Merged
-    } else {
-        Status::Live
+    match integration(repo, main, branch, base, default_refs, checker) {
+        Ok(Some(how)) => (Status::Merged, Some(how)),
+        _ => (Status::Live, None),
     }
 }
 
-/// A branch is merged when it has commits of its own (its tip is not its
-/// base) and its tip is contained in the default branch. A fresh task with
-/// no commits is not "merged".
-pub fn is_merged(
+/// How a branch is integrated into the default branch, when it has commits
+/// of its own (its tip is not its base) and they are all there (see
+/// [`crate::worktree::integrated`]). A fresh task with no commits is not
+/// "merged".
+pub fn integration(
     repo: &Repo,
     main: Option<&git2::Repository>,
     branch: &str,
     base: Option<&str>,
     default_refs: &[String],
-) -> Result<bool> {
+    checker: &Checker,
+) -> Result<Option<Integration>> {
     if let Some(git) = main {
         let tip = git.refname_to_id(&format!("refs/heads/{branch}"))?;
         if base.is_some_and(|b| b == tip.to_string()) {
-            return Ok(false);
+            return Ok(None);
         }
-        for r in default_refs {
-            let target = git.refname_to_id(r)?;
-            if target == tip || git.graph_descendant_of(target, tip)? {
-                return Ok(true);
-            }
-        }
-        return Ok(false);
+        return checker.check(git, tip, default_refs);
     }
     let tip = repo
         .resolve_commit(&format!("refs/heads/{branch}"))?
         .unwrap_or_default();
     if tip.is_empty() || base == Some(tip.as_str()) {
-        return Ok(false);
+        return Ok(None);
     }
-    repo.is_integrated(&tip, default_refs)
+    repo.integration(&tip)
 }
 
 fn sort_newest_first(threads: &mut [Found]) {

@@ -180,6 +180,7 @@ fn render(
                     "nextSteps": f.meta.next_steps,
                     "git": f.meta.git,
                     "agentState": state::current(&f.meta),
+                    "integrated": f.integration,
                 })
             })
             .collect();

@@ -27,6 +27,9 @@ pub struct Candidate {
     pub branch: Option<String>,
     pub status: Status,
     pub reasons: Vec<String>,
+    /// How its branch is integrated into the default branch (`--merged`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub integrated: Option<crate::worktree::Integration>,
     /// Why gc leaves it alone, if it does (locked, dirty…).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skip: Option<String>,
@@ -46,7 +49,10 @@ pub fn select(
         }
         let mut reasons = Vec::new();
         if criteria.merged && f.status == Status::Merged {
-            reasons.push("merged".to_string());
+            reasons.push(match &f.integration {
+                Some(how) => format!("merged ({how})"),
+                None => "merged".to_string(),
+            });
         }
         if criteria.missing && f.status == Status::Missing {
             reasons.push("missing".to_string());
@@ -78,6 +84,7 @@ pub fn select(
                 branch: f.branch.clone(),
                 status: f.status,
                 reasons,
+                integrated: f.integration.clone().filter(|_| criteria.merged),
                 skip,
             },
         ));

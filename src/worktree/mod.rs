@@ -5,6 +5,7 @@ pub mod carry;
 mod create;
 pub mod exclude;
 pub mod gc;
+pub mod integrated;
 mod remove;
 mod repo;
 mod revive;
@@ -12,6 +13,7 @@ mod revive;
 pub use create::{
     CreatedTask, DEFAULT_BRANCH_PREFIX, MakeThread, NewTask, branch_prefix, create, create_with,
 };
+pub use integrated::{Integration, Reason};
 pub(crate) use remove::delete_branch as delete_branch_at;
 pub use remove::{RemoveOptions, Removed, remove, unsafe_reasons};
 pub use repo::{Repo, WorktreeEntry, is_dirty, parse_worktree_list};

@@ -115,13 +115,21 @@ fn unsaved(repo: &Repo, branch: &str) -> Result<Option<String>> {
         return Ok(None);
     }
     let commits = repo.unsaved_commits(branch)?;
-    Ok((!commits.is_empty()).then(|| {
-        format!(
-            "{} commit(s) on {branch} are neither pushed to its upstream nor merged into the default branch: {}",
-            commits.len(),
-            list_some(&commits, 3)
-        )
-    }))
+    if commits.is_empty() {
+        return Ok(None);
+    }
+    // Squash- or rebase-merged: the commits are not in the default branch,
+    // their changes are.
+    if let Some(tip) = repo.resolve_commit(&format!("refs/heads/{branch}"))?
+        && repo.integration(&tip)?.is_some()
+    {
+        return Ok(None);
+    }
+    Ok(Some(format!(
+        "{} commit(s) on {branch} are neither pushed to its upstream nor merged into the default branch: {}",
+        commits.len(),
+        list_some(&commits, 3)
+    )))
 }
 
 fn list_some<S: AsRef<str>>(items: &[S], n: usize) -> String {
@@ -478,8 +486,7 @@ fn branch_plan(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Bra
         .extra
         .get("baseCommit")
         .and_then(|v| v.as_str());
-    let integrated =
-        base == Some(tip.as_str()) || repo.is_integrated(&tip, &repo.default_branch_refs()?)?;
+    let integrated = base == Some(tip.as_str()) || repo.integration(&tip)?.is_some();
     if !integrated && !options.force {
         return Ok(kept(format!(
             "{branch} is not merged into the default branch; `grove rm --force` or `git branch -D {branch}` deletes it"

@@ -240,6 +240,31 @@ impl Repo {
         Ok(false)
     }
 
+    /// How `tip` is integrated into the default branch (its local branch or
+    /// its remote-tracking one), if it is: by ancestry, a merge, a squash or
+    /// a rebase (see [`super::integrated`]).
+    pub fn integration(&self, tip: &str) -> Result<Option<super::Integration>> {
+        let refs = self.default_branch_refs()?;
+        let git = git2::Repository::open(&self.main_root).ok();
+        let oid = git2::Oid::from_str(tip).ok();
+        if let (Some(git), Some(oid)) = (git, oid) {
+            let checker = super::integrated::Checker::open(&self.main_root);
+            let found = checker.check(&git, oid, &refs);
+            checker.save();
+            return found;
+        }
+        // libgit2 cannot open this repository: ancestry, through git.
+        for r in &refs {
+            if self.is_integrated(tip, std::slice::from_ref(r))? {
+                return Ok(Some(super::Integration {
+                    reason: super::Reason::Ancestor,
+                    target: r.clone(),
+                }));
+            }
+        }
+        Ok(None)
+    }
+
     /// The upstream of `branch` (`origin/x`), if one is configured and exists.
     pub fn upstream(&self, branch: &str) -> Result<Option<String>> {
         let r = format!("refs/heads/{branch}");

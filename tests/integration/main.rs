@@ -16,6 +16,7 @@ mod hooks;
 mod hostile;
 mod ids;
 mod import;
+mod integrated;
 mod interrupt;
 mod live;
 mod loss;

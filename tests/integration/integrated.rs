@@ -1,0 +1,221 @@
+//! Branches whose work is already in the default branch, however it got
+//! there: `list` says `merged` with the reason, `rm` deletes the branch
+//! without `--force`, `gc --merged` picks the worktree. Work the default
+//! branch does not have keeps a branch unmerged.
+
+use std::path::{Path, PathBuf};
+
+use crate::support::*;
+
+struct Task {
+    id: String,
+    wt: PathBuf,
+    branch: String,
+}
+
+fn task(sb: &Sandbox, repo: &Path, title: &str) -> Task {
+    let t = new_task(sb, repo, &[title]);
+    Task {
+        id: t["threadId"].as_str().unwrap().to_string(),
+        wt: PathBuf::from(t["worktreePath"].as_str().unwrap()),
+        branch: t["branch"].as_str().unwrap().to_string(),
+    }
+}
+
+/// A repository whose `app.txt` has ten lines.
+fn repo(sb: &Sandbox) -> PathBuf {
+    let repo = sb.repo("app");
+    let lines: String = (1..=10).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(repo.join("app.txt"), lines).unwrap();
+    sb.git(&repo, &["add", "app.txt"]);
+    sb.git(&repo, &["commit", "-qm", "app"]);
+    repo
+}
+
+/// Replaces line `n` of `app.txt` in `dir` and commits.
+fn change_line(sb: &Sandbox, dir: &Path, n: usize, text: &str) {
+    let path = dir.join("app.txt");
+    let mut lines: Vec<String> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    lines[n - 1] = text.to_string();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    sb.git(dir, &["commit", "-qam", &format!("line {n}: {text}")]);
+}
+
+fn other_file(sb: &Sandbox, dir: &Path, name: &str) {
+    std::fs::write(dir.join(name), name).unwrap();
+    sb.git(dir, &["add", name]);
+    sb.git(dir, &["commit", "-qm", &format!("add {name}")]);
+}
+
+fn integrated(sb: &Sandbox, repo: &Path, t: &Task) -> serde_json::Value {
+    let row = row_of(sb, repo, &t.id);
+    if row["status"] == "merged" {
+        assert!(row["integrated"]["target"].is_string(), "{row}");
+        row["integrated"]["reason"].clone()
+    } else {
+        assert!(row["integrated"].is_null(), "{row}");
+        serde_json::Value::Null
+    }
+}
+
+fn squash(sb: &Sandbox, repo: &Path, branch: &str) {
+    sb.git(repo, &["merge", "-q", "--squash", branch]);
+    sb.git(repo, &["commit", "-qm", &format!("squashed {branch}")]);
+}
+
+#[test]
+fn squash_merges_are_recognised_even_after_the_default_branch_changed_the_same_lines() {
+    let sb = Sandbox::new();
+    let repo = repo(&sb);
+
+    // A plain squash merge: the trees match.
+    let a = task(&sb, &repo, "a");
+    change_line(&sb, &a.wt, 2, "two");
+    change_line(&sb, &a.wt, 3, "three");
+    assert_eq!(integrated(&sb, &repo, &a), serde_json::Value::Null);
+    squash(&sb, &repo, &a.branch);
+    assert_eq!(integrated(&sb, &repo, &a), "trees-match");
+
+    // Squashed while the default branch moved on elsewhere: merging again adds nothing.
+    let b = task(&sb, &repo, "b");
+    change_line(&sb, &b.wt, 5, "five");
+    other_file(&sb, &repo, "elsewhere.txt");
+    squash(&sb, &repo, &b.branch);
+    other_file(&sb, &repo, "later.txt");
+    assert_eq!(integrated(&sb, &repo, &b), "merge-adds-nothing");
+
+    // Squashed, then the same lines changed again on the default branch:
+    // merging would conflict; the squash commit's patch-id is the branch's.
+    let c = task(&sb, &repo, "c");
+    change_line(&sb, &c.wt, 7, "seven");
+    change_line(&sb, &c.wt, 8, "eight");
+    squash(&sb, &repo, &c.branch);
+    change_line(&sb, &repo, 7, "SEVEN, later");
+    assert_eq!(integrated(&sb, &repo, &c), "squash-patch-id");
+
+    // rm deletes the branch without --force; the verdict was cached.
+    let out = json(&ok(sb.grove(&repo).args(["rm", &c.id, "--json"])));
+    assert_eq!(out["branchDeleted"], true, "{out}");
+    assert!(!branches(&sb, &repo).contains(&c.branch));
+    let cache = sb.grove_home().join("integration");
+    assert!(
+        std::fs::read_dir(&cache).unwrap().next().is_some(),
+        "verdicts are cached"
+    );
+
+    // A commit after the squash is work the default branch lacks.
+    change_line(&sb, &a.wt, 10, "ten");
+    assert_eq!(integrated(&sb, &repo, &a), serde_json::Value::Null);
+    let err = fails_with(sb.grove(&repo).args(["rm", &a.id]), 1);
+    assert!(err.contains("neither pushed"), "{err}");
+}
+
+#[test]
+fn rebase_merges_and_merge_commits_are_integrated_a_cherry_picked_subset_is_not() {
+    let sb = Sandbox::new();
+    let repo = repo(&sb);
+
+    // Rebase merge: each commit replayed on the default branch, which then
+    // changed one of the lines again (so merging would conflict).
+    let r = task(&sb, &repo, "rebased");
+    change_line(&sb, &r.wt, 2, "two");
+    change_line(&sb, &r.wt, 4, "four");
+    other_file(&sb, &repo, "main-only.txt");
+    let commits = sb.git(
+        &repo,
+        &["rev-list", "--reverse", &format!("main..{}", r.branch)],
+    );
+    for c in commits.lines() {
+        sb.git(&repo, &["cherry-pick", c]);
+    }
+    change_line(&sb, &repo, 4, "FOUR, later");
+    assert_eq!(integrated(&sb, &repo, &r), "rebase-patch-ids");
+
+    // A merge commit: the branch is an ancestor.
+    let m = task(&sb, &repo, "merged");
+    other_file(&sb, &m.wt, "feature.txt");
+    sb.git(&repo, &["merge", "-q", "--no-ff", "-m", "merge", &m.branch]);
+    assert_eq!(integrated(&sb, &repo, &m), "ancestor");
+
+    // Only the first of two commits cherry-picked: not integrated.
+    let s = task(&sb, &repo, "subset");
+    other_file(&sb, &s.wt, "one.txt");
+    other_file(&sb, &s.wt, "two.txt");
+    let first = sb.git(&s.wt, &["rev-parse", "HEAD~1"]);
+    sb.git(&repo, &["cherry-pick", &first]);
+    assert_eq!(integrated(&sb, &repo, &s), serde_json::Value::Null);
+    fails_with(sb.grove(&repo).args(["rm", &s.id]), 1);
+
+    // gc --merged picks the integrated ones, each with its reason.
+    let plan = json(&ok(sb.grove(&repo).args([
+        "gc",
+        "--merged",
+        "--dry-run",
+        "--json",
+    ])));
+    let picked: Vec<(String, String)> = plan["worktrees"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            (
+                w["threadId"].as_str().unwrap().to_string(),
+                w["integrated"]["reason"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        picked.contains(&(r.id.clone(), "rebase-patch-ids".into())),
+        "{plan}"
+    );
+    assert!(
+        picked.contains(&(m.id.clone(), "ancestor".into())),
+        "{plan}"
+    );
+    assert!(!picked.iter().any(|(id, _)| *id == s.id), "{plan}");
+}
+
+#[test]
+fn a_branch_squashed_upstream_is_integrated_while_the_local_default_branch_diverged() {
+    let sb = Sandbox::new();
+    let repo = repo(&sb);
+    let origin = sb.path().join("origin.git");
+    sb.git(
+        &sb.path(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            repo.to_str().unwrap(),
+            origin.to_str().unwrap(),
+        ],
+    );
+    sb.git(
+        &repo,
+        &["remote", "add", "origin", origin.to_str().unwrap()],
+    );
+    sb.git(&repo, &["fetch", "-q", "origin"]);
+    let t = task(&sb, &repo, "t");
+    change_line(&sb, &t.wt, 3, "three");
+    // Squashed on the remote's main; the local main has a commit of its own.
+    sb.git(&repo, &["checkout", "-q", "-b", "tmp", "origin/main"]);
+    squash(&sb, &repo, &t.branch);
+    sb.git(&repo, &["push", "-q", "origin", "tmp:main"]);
+    sb.git(&repo, &["checkout", "-q", "main"]);
+    sb.git(&repo, &["branch", "-q", "-D", "tmp"]);
+    change_line(&sb, &repo, 3, "three, locally");
+    sb.git(&repo, &["fetch", "-q", "origin"]);
+    let row = row_of(&sb, &repo, &t.id);
+    assert_eq!(row["status"], "merged", "{row}");
+    assert_eq!(
+        row["integrated"]["target"], "refs/remotes/origin/main",
+        "{row}"
+    );
+}

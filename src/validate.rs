@@ -380,36 +380,44 @@ fn check_config(path: &Path, report: &mut Report) {
                 other => f.error(format!("`{at}` must be an object, not {}", kind(other))),
             }
         }
-        for (i, c) in f
-            .array(h, "worktreeHooks.", "postSetupCommands", false)
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            let at = format!("worktreeHooks.postSetupCommands[{i}].");
-            let Value::Object(c) = c else {
-                f.error(format!("`{at}` must be an object, not {}", kind(c)));
-                continue;
-            };
-            f.string(c, &at, "command", true);
-            f.string(c, &at, "label", false);
-            if let Some(t) = f.number(c, &at, "timeout", false)
-                && t < 0.0
+        // The spec's postSetupCommands, and grove's preRemoveCommands of
+        // the same shape.
+        for list in ["postSetupCommands", "preRemoveCommands"] {
+            for (i, c) in f
+                .array(h, "worktreeHooks.", list, false)
+                .into_iter()
+                .flatten()
+                .enumerate()
             {
-                f.error(format!("`{at}timeout` must not be negative"));
-            }
-            f.boolean(c, &at, "continueOnError");
-            for p in f.array(c, &at, "platforms", false).into_iter().flatten() {
-                if !matches!(p.as_str(), Some("win32" | "darwin" | "linux")) {
-                    f.error(format!(
-                        "`{at}platforms`: {p} is not one of \"win32\", \"darwin\", \"linux\""
-                    ));
-                }
+                command(&mut f, &format!("worktreeHooks.{list}[{i}]."), c);
             }
         }
         f.string(h, "worktreeHooks.", "initialPrompt", false);
     }
     secrets(&Value::Object(o), "", &mut f);
+}
+
+/// One command of `postSetupCommands` or `preRemoveCommands`.
+fn command(f: &mut Fields, at: &str, c: &Value) {
+    let Value::Object(c) = c else {
+        f.error(format!("`{at}` must be an object, not {}", kind(c)));
+        return;
+    };
+    f.string(c, at, "command", true);
+    f.string(c, at, "label", false);
+    if let Some(t) = f.number(c, at, "timeout", false)
+        && t < 0.0
+    {
+        f.error(format!("`{at}timeout` must not be negative"));
+    }
+    f.boolean(c, at, "continueOnError");
+    for p in f.array(c, at, "platforms", false).into_iter().flatten() {
+        if !matches!(p.as_str(), Some("win32" | "darwin" | "linux")) {
+            f.error(format!(
+                "`{at}platforms`: {p} is not one of \"win32\", \"darwin\", \"linux\""
+            ));
+        }
+    }
 }
 
 /// `config.json` MUST NOT hold secrets: a non-empty string under a key

@@ -52,6 +52,11 @@ pub struct WorktreeHooks {
     pub post_setup_commands: Option<Vec<PostSetupCommand>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initial_prompt: Option<String>,
+    /// grove extension: commands run in the worktree before `rm`, `gc` or
+    /// `delete` removes it (the same shape and rules as
+    /// `postSetupCommands`, trusted on their own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_remove_commands: Option<Vec<PostSetupCommand>>,
     #[serde(flatten)]
     pub extra: Extra,
 }

@@ -48,6 +48,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         purge: args.purge,
     };
     let removed = worktree::remove(&repo, &found, options)?;
+    report_teardown(out, &removed.teardown);
     if removed.threads.len() > 1 {
         out.status(&format!(
             "grove: the worktree held {} threads: {}{}",
@@ -72,4 +73,24 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         out.line(&removed.worktree_path.display().to_string())?;
     }
     Ok(super::exit::SUCCESS)
+}
+
+/// The teardown commands' outcomes on stderr: failures and skips named.
+pub fn report_teardown(out: &Output, outcomes: &[grove::hooks::HookOutcome]) {
+    for o in outcomes {
+        let label = super::output::escape_line(&o.label);
+        match o.status {
+            grove::hooks::HookStatus::Ok => {
+                out.status(&format!("grove: teardown `{label}` ok"));
+            }
+            _ => out.warn(&format!(
+                "teardown `{label}` {}: {}",
+                serde_json::to_value(o.status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                o.reason.as_deref().unwrap_or("")
+            )),
+        }
+    }
 }

@@ -23,9 +23,13 @@ pub struct Args {
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let project = Project::discover(cwd)?;
     let config = project.main_store().config()?;
-    let commands = config
-        .and_then(|c| c.worktree_hooks?.post_setup_commands)
-        .unwrap_or_default();
+    let hooks = config.and_then(|c| c.worktree_hooks).unwrap_or_default();
+    let commands = hooks.post_setup_commands.unwrap_or_default();
+    let teardown = hooks.pre_remove_commands.unwrap_or_default();
+    let teardown_hash = (!teardown.is_empty())
+        .then(|| trust_teardown(&project, &teardown, args.json, out))
+        .transpose()?;
+    let teardown_list: Vec<&str> = teardown.iter().map(|c| c.command.as_str()).collect();
     let settings = grove::agent::Settings::load(Some(&project.main_root))?;
     let agent_commands = settings.project_commands();
     if !agent_commands.is_empty() {
@@ -52,8 +56,10 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
                 "hash": null,
                 "commands": [],
                 "agentCommands": agent_commands,
+                "teardownHash": teardown_hash,
+                "teardownCommands": teardown_list,
             }))?;
-        } else if agent_commands.is_empty() {
+        } else if agent_commands.is_empty() && teardown.is_empty() {
             out.status(
                 "grove: this repository's .agent/config.json has no commands; nothing to trust",
             );
@@ -70,7 +76,9 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     if args.json {
         let list: Vec<&str> = commands.iter().map(|c| c.command.as_str()).collect();
         out.json(
-            &serde_json::json!({"repoRoot": project.main_root, "hash": hash, "commands": list, "agentCommands": agent_commands}),
+            &serde_json::json!({"repoRoot": project.main_root, "hash": hash, "commands": list,
+                "agentCommands": agent_commands, "teardownHash": teardown_hash,
+                "teardownCommands": teardown_list}),
         )?;
     } else {
         for c in &commands {
@@ -84,4 +92,31 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         out.line(&hash)?;
     }
     Ok(super::exit::SUCCESS)
+}
+
+/// Trusts the `preRemoveCommands` list as it is now; returns its hash.
+fn trust_teardown(
+    project: &Project,
+    commands: &[grove::atsf::PostSetupCommand],
+    json: bool,
+    out: &Output,
+) -> anyhow::Result<String> {
+    let hash = grove::hooks::teardown_hash(commands);
+    if let Some(saved) = TrustStore::open()?.trust(&project.main_root, &hash)? {
+        out.warn(&format!(
+            "the trust store could not be read; it was kept as {} and a new one started",
+            saved.display()
+        ));
+    }
+    if !json {
+        for c in commands {
+            out.status(&format!("  $ {}", super::output::escape_line(&c.command)));
+        }
+        out.status(&format!(
+            "grove: trusted these {} teardown command(s) (preRemoveCommands) for {}",
+            commands.len(),
+            project.main_root.display()
+        ));
+    }
+    Ok(hash)
 }

@@ -20,6 +20,16 @@ pub fn commands_hash(commands: &[PostSetupCommand]) -> String {
     format!("sha256:{hex}")
 }
 
+/// The hash `preRemoveCommands` are trusted by: trusting the setup
+/// commands does not trust a teardown list, even an identical one.
+pub fn teardown_hash(commands: &[PostSetupCommand]) -> String {
+    let bytes = serde_json::to_vec(&serde_json::json!({ "preRemoveCommands": commands }))
+        .unwrap_or_default();
+    let digest = Sha256::digest(&bytes);
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct TrustFile {
     /// Repository root → hashes of trusted command lists.

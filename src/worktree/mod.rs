@@ -9,6 +9,7 @@ pub mod integrated;
 mod remove;
 mod repo;
 mod revive;
+mod teardown;
 
 pub use create::{
     CreatedTask, DEFAULT_BRANCH_PREFIX, MakeThread, NewTask, branch_prefix, create, create_with,

@@ -47,6 +47,8 @@ pub struct Removed {
     pub cached_at: Option<PathBuf>,
     /// Every thread that lived in the worktree (the one asked for included).
     pub threads: Vec<String>,
+    /// The outcomes of `preRemoveCommands`.
+    pub teardown: Vec<crate::hooks::HookOutcome>,
 }
 
 /// What the worktree's HEAD is.
@@ -286,6 +288,7 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
         }
     }
     let branch_plan = branch_plan(repo, found, options)?;
+    let teardown = super::teardown::run(repo, found, &wt, options.force, &crate::hooks::Silent)?;
 
     // The threads are saved before anything is removed.
     let cached = if options.purge {
@@ -344,6 +347,7 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
         } else {
             threads
         },
+        teardown,
     })
 }
 

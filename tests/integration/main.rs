@@ -28,5 +28,6 @@ mod relations;
 mod remove;
 mod robust;
 mod search;
+mod teardown;
 mod validate;
 mod worktree;

@@ -171,6 +171,7 @@ pub fn execute(plan: &Plan, force: bool) -> Result<Deleted> {
                     force: true,
                     keep_branch: false,
                     purge: true,
+                    reap: false,
                 },
             )?;
             if removed.branch_deleted

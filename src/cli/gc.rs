@@ -45,6 +45,11 @@ pub struct Args {
     #[arg(long)]
     force: bool,
 
+    /// End the processes still at work in a worktree (SIGTERM, then
+    /// SIGKILL) instead of skipping it.
+    #[arg(long)]
+    reap: bool,
+
     /// Print the plan (or what was done) as JSON.
     #[arg(long)]
     json: bool,
@@ -113,6 +118,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
                 force: args.force,
                 keep_branch: false,
                 purge: false,
+                reap: args.reap,
             };
             if let Err(e) = worktree::remove(&repo, f, options) {
                 candidate.skip = Some(e.to_string());

@@ -33,6 +33,12 @@ pub struct Args {
     #[arg(long)]
     purge: bool,
 
+    /// End the processes still at work in the worktree (a dev server, an
+    /// agent): SIGTERM, then SIGKILL after 2 s. Without it, rm refuses
+    /// while they run (--force removes it under them).
+    #[arg(long)]
+    reap: bool,
+
     /// Print what was done as JSON.
     #[arg(long)]
     json: bool,
@@ -46,9 +52,17 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         force: args.force,
         keep_branch: args.keep_branch,
         purge: args.purge,
+        reap: args.reap,
     };
     let removed = worktree::remove(&repo, &found, options)?;
     report_teardown(out, &removed.teardown);
+    for p in &removed.processes {
+        out.status(&format!(
+            "grove: {} process {}",
+            if args.reap { "ended" } else { "left running:" },
+            super::output::escape_line(&p.to_string())
+        ));
+    }
     if removed.threads.len() > 1 {
         out.status(&format!(
             "grove: the worktree held {} threads: {}{}",

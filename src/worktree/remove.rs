@@ -29,6 +29,9 @@ pub struct RemoveOptions {
     pub keep_branch: bool,
     /// Do not keep the threads in the cache (and drop existing cache entries).
     pub purge: bool,
+    /// End the processes still at work in the worktree (SIGTERM, then
+    /// SIGKILL) instead of refusing.
+    pub reap: bool,
 }
 
 /// What a removal did.
@@ -49,6 +52,9 @@ pub struct Removed {
     pub threads: Vec<String>,
     /// The outcomes of `preRemoveCommands`.
     pub teardown: Vec<crate::hooks::HookOutcome>,
+    /// The processes ended (`--reap`), or left running (`--force`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub processes: Vec<super::processes::Holder>,
 }
 
 /// What the worktree's HEAD is.
@@ -289,6 +295,7 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
     }
     let branch_plan = branch_plan(repo, found, options)?;
     let teardown = super::teardown::run(repo, found, &wt, options.force, &crate::hooks::Silent)?;
+    let reaped = processes_gone(&wt, options)?;
 
     // The threads are saved before anything is removed.
     let cached = if options.purge {
@@ -348,7 +355,46 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
             threads
         },
         teardown,
+        processes: reaped,
     })
+}
+
+/// No process may be at work in the worktree when it goes: refused with
+/// the list, unless `--reap` (they are ended) or `--force` (they are left
+/// running). Returns the processes reaped or left.
+fn processes_gone(wt: &Path, options: RemoveOptions) -> Result<Vec<super::processes::Holder>> {
+    use super::processes;
+    let holders = processes::in_dir(wt);
+    if holders.is_empty() {
+        return Ok(holders);
+    }
+    let list = holders
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ");
+    if options.reap {
+        let left = processes::reap(wt, &holders);
+        if !left.is_empty() && !options.force {
+            return Err(Error::Refused(format!(
+                "not removing {}: these processes could not be ended: {}",
+                wt.display(),
+                left.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )));
+        }
+        return Ok(holders);
+    }
+    if options.force {
+        return Ok(holders);
+    }
+    Err(Error::Refused(format!(
+        "not removing {}: {} process(es) still at work in it: {list}. Stop them, pass --reap to end them (SIGTERM, then SIGKILL), or --force to remove it under them",
+        wt.display(),
+        holders.len()
+    )))
 }
 
 /// The refusals that need no look at the repository: no worktree, already

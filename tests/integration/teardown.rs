@@ -132,3 +132,63 @@ fn validate_checks_pre_remove_commands_like_post_setup_commands() {
         "{out}"
     );
 }
+
+fn spawn_in(dir: &Path, script: &str, arg: &Path) -> std::process::Child {
+    std::process::Command::new("sh")
+        .args(["-c", script, "sh"])
+        .arg(arg)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits (a little) for `child` to end; whether it did.
+fn ended(child: &mut std::process::Child) -> bool {
+    for _ in 0..100 {
+        if child.try_wait().unwrap().is_some() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    false
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn rm_refuses_while_processes_work_in_the_worktree_and_reap_ends_them() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let (id, wt) = task(&sb, &repo);
+    let mut server = spawn_in(&wt, "exec sleep 60", &wt);
+    // Another one outside it, holding a file inside it open.
+    let mut reader = spawn_in(&sb.path(), r#"exec 3<"$1/README.md"; exec sleep 61"#, &wt);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let err = fails_with(sb.grove(&repo).args(["rm", &id]), 1);
+    for p in [server.id(), reader.id()] {
+        assert!(err.contains(&p.to_string()), "{p} in {err}");
+    }
+    assert!(err.contains("sleep 60") && err.contains("--reap"), "{err}");
+    assert!(wt.is_dir());
+
+    let out = json(&ok(sb.grove(&repo).args(["rm", &id, "--reap", "--json"])));
+    assert_eq!(out["processes"].as_array().unwrap().len(), 2, "{out}");
+    assert!(ended(&mut server) && ended(&mut reader), "both ended");
+    assert!(!wt.exists());
+
+    // One that ignores SIGTERM is killed after the grace period; --force
+    // leaves them running.
+    let (id, wt) = task(&sb, &repo);
+    let mut stubborn = spawn_in(&wt, r#"trap "" TERM; while :; do sleep 1; done"#, &wt);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    ok(sb.grove(&repo).args(["rm", &id, "--reap"]));
+    assert!(ended(&mut stubborn), "SIGKILL after the grace period");
+    let (id, wt) = task(&sb, &repo);
+    let mut left = spawn_in(&wt, "exec sleep 62", &wt);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let out = json(&ok(sb.grove(&repo).args(["rm", &id, "--force", "--json"])));
+    assert_eq!(out["processes"][0]["pid"], left.id(), "{out}");
+    assert!(left.try_wait().unwrap().is_none(), "left running");
+    left.kill().unwrap();
+    left.wait().unwrap();
+}

@@ -1,0 +1,189 @@
+//! Processes still at work in a worktree — a live agent, a dev server, a
+//! shell's job — found before the worktree is removed under them: a process
+//! whose current directory is inside it, or that holds a file inside it
+//! open. Linux reads `/proc`; on other systems none are found (removal goes
+//! on as before), as the README says.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+/// How long reaped processes get between SIGTERM and SIGKILL.
+pub const REAP_GRACE: Duration = Duration::from_secs(2);
+
+/// A process at work in a worktree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Holder {
+    pub pid: u32,
+    /// Its command line (or name), for people.
+    pub command: String,
+    /// What holds it there: its working directory, or the file it has open.
+    pub holds: PathBuf,
+}
+
+impl std::fmt::Display for Holder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({}, in {})",
+            self.pid,
+            self.command,
+            self.holds.display()
+        )
+    }
+}
+
+/// The processes at work in `dir`, leaving out grove itself and the
+/// processes it runs under (the shell that started it may sit in `dir`).
+pub fn in_dir(dir: &Path) -> Vec<Holder> {
+    let Ok(dir) = dir.canonicalize() else {
+        return Vec::new();
+    };
+    let spared = ancestors();
+    scan(&dir)
+        .into_iter()
+        .filter(|h| !spared.contains(&h.pid))
+        .collect()
+}
+
+#[cfg(target_os = "linux")]
+fn scan(dir: &Path) -> Vec<Holder> {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for entry in procs.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let base = entry.path();
+        // A process of another user, or one that just ended, reads as nothing.
+        let holds = std::fs::read_link(base.join("cwd"))
+            .ok()
+            .filter(|cwd| cwd.starts_with(dir))
+            .or_else(|| open_file_in(&base, dir));
+        if let Some(holds) = holds {
+            out.push(Holder {
+                pid,
+                command: command_of(&base),
+                holds,
+            });
+        }
+    }
+    out
+}
+
+#[cfg(target_os = "linux")]
+fn open_file_in(base: &Path, dir: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(base.join("fd"))
+        .ok()?
+        .flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .find(|target| target.starts_with(dir))
+}
+
+#[cfg(target_os = "linux")]
+fn command_of(base: &Path) -> String {
+    let cmdline = std::fs::read(base.join("cmdline")).unwrap_or_default();
+    let words: Vec<String> = cmdline
+        .split(|b| *b == 0)
+        .filter(|w| !w.is_empty())
+        .map(|w| String::from_utf8_lossy(w).into_owned())
+        .collect();
+    if words.is_empty() {
+        std::fs::read_to_string(base.join("comm"))
+            .map(|c| c.trim().to_string())
+            .unwrap_or_default()
+    } else {
+        let line = words.join(" ");
+        match line.char_indices().nth(80) {
+            Some((at, _)) => format!("{}…", &line[..at]),
+            None => line,
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn scan(_dir: &Path) -> Vec<Holder> {
+    Vec::new()
+}
+
+/// grove and the processes above it.
+fn ancestors() -> Vec<u32> {
+    let mut out = vec![std::process::id()];
+    #[cfg(target_os = "linux")]
+    {
+        let mut pid = std::process::id();
+        for _ in 0..64 {
+            let Some(parent) = parent_of(pid) else { break };
+            if parent == 0 || out.contains(&parent) {
+                break;
+            }
+            out.push(parent);
+            pid = parent;
+        }
+    }
+    out
+}
+
+#[cfg(target_os = "linux")]
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid …`: comm may hold spaces and parentheses.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Ends the processes at work in `dir`: SIGTERM, then SIGKILL to those still
+/// there after [`REAP_GRACE`]. Returns those that were still there at the
+/// end (none, unless a process cannot be signalled).
+pub fn reap(dir: &Path, holders: &[Holder]) -> Vec<Holder> {
+    signal(holders, Signal::Term);
+    let deadline = Instant::now() + REAP_GRACE;
+    let still = |dir: &Path| -> Vec<Holder> {
+        let now = in_dir(dir);
+        now.into_iter()
+            .filter(|h| holders.iter().any(|o| o.pid == h.pid))
+            .collect()
+    };
+    loop {
+        let left = still(dir);
+        if left.is_empty() {
+            return left;
+        }
+        if Instant::now() >= deadline {
+            signal(&left, Signal::Kill);
+            std::thread::sleep(Duration::from_millis(100));
+            return still(dir);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+enum Signal {
+    Term,
+    Kill,
+}
+
+#[cfg(unix)]
+fn signal(holders: &[Holder], which: Signal) {
+    use nix::sys::signal::{Signal as S, kill};
+    let sig = match which {
+        Signal::Term => S::SIGTERM,
+        Signal::Kill => S::SIGKILL,
+    };
+    for h in holders {
+        if let Ok(pid) = i32::try_from(h.pid) {
+            let _ = kill(nix::unistd::Pid::from_raw(pid), sig);
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn signal(_holders: &[Holder], _which: Signal) {}

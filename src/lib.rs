@@ -35,6 +35,7 @@ pub mod atsf;
 pub mod cache;
 pub mod capture;
 pub mod checkpoint;
+pub mod copytree;
 pub mod delete;
 pub mod discovery;
 mod error;

@@ -365,19 +365,22 @@ fn check_config(path: &Path, report: &mut Report) {
     }
     f.object(&o, "", "agentSettings", false);
     if let Some(h) = f.object(&o, "", "worktreeHooks", false) {
-        for (i, s) in f
-            .array(h, "worktreeHooks.", "symlinks", false)
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            let at = format!("worktreeHooks.symlinks[{i}].");
-            match s {
-                Value::Object(s) => {
-                    f.string(s, &at, "source", true);
-                    f.string(s, &at, "target", false);
+        // The spec's symlinks, and grove's copies of the same shape.
+        for list in ["symlinks", "copies"] {
+            for (i, s) in f
+                .array(h, "worktreeHooks.", list, false)
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                let at = format!("worktreeHooks.{list}[{i}].");
+                match s {
+                    Value::Object(s) => {
+                        f.string(s, &at, "source", true);
+                        f.string(s, &at, "target", false);
+                    }
+                    other => f.error(format!("`{at}` must be an object, not {}", kind(other))),
                 }
-                other => f.error(format!("`{at}` must be an object, not {}", kind(other))),
             }
         }
         // The spec's postSetupCommands, and grove's preRemoveCommands of

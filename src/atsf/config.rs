@@ -52,6 +52,10 @@ pub struct WorktreeHooks {
     pub post_setup_commands: Option<Vec<PostSetupCommand>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initial_prompt: Option<String>,
+    /// grove extension: files and directories copied (cloned where the
+    /// file system can) into the worktree, `{source, target?}` as symlinks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copies: Option<Vec<SymlinkHook>>,
     /// grove extension: commands run in the worktree before `rm`, `gc` or
     /// `delete` removes it (the same shape and rules as
     /// `postSetupCommands`, trusted on their own).

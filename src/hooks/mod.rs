@@ -9,7 +9,7 @@ mod trust;
 use serde::{Deserialize, Serialize};
 
 pub use commands::{CommandEnv, current_platform, run_command};
-pub use symlinks::{apply_symlink, checked_hook_path, checked_relative};
+pub use symlinks::{apply_copy, apply_symlink, checked_hook_path, checked_relative};
 pub use trust::{TrustStore, commands_hash, teardown_hash};
 
 /// What kind of step a hook was.
@@ -17,6 +17,8 @@ pub use trust::{TrustStore, commands_hash, teardown_hash};
 #[serde(rename_all = "camelCase")]
 pub enum HookKind {
     Symlink,
+    /// A `copies` entry or a `.worktreeinclude` copy (grove extension).
+    Copy,
     Command,
     InitialPrompt,
 }

@@ -122,11 +122,59 @@ fn stays_inside(root: &Path, rel: &Path, include_last: bool) -> Result<(), Strin
 /// Creates one symlink (a junction for a directory on Windows). Never
 /// deletes or overwrites: an existing target makes the step `skipped`.
 pub fn apply_symlink(main_root: &Path, worktree: &Path, hook: &SymlinkHook) -> HookOutcome {
-    let start = Instant::now();
     let target_str = hook.target.as_deref().unwrap_or(&hook.source);
     let label = format!("link {target_str} -> {}", hook.source);
+    apply(
+        HookKind::Symlink,
+        label,
+        main_root,
+        worktree,
+        hook,
+        |source, target| {
+            make_link(source, target).map_err(|e| format!("cannot create the link: {e}"))
+        },
+    )
+}
+
+/// Copies one file or directory (`worktreeHooks.copies`): clones where the
+/// file system can, modes and the links inside kept ([`crate::copytree`]).
+/// The same path rules as symlinks; an existing target is never replaced.
+pub fn apply_copy(main_root: &Path, worktree: &Path, hook: &SymlinkHook) -> HookOutcome {
+    let target_str = hook.target.as_deref().unwrap_or(&hook.source);
+    let label = format!("copy {} -> {target_str}", hook.source);
+    apply(
+        HookKind::Copy,
+        label,
+        main_root,
+        worktree,
+        hook,
+        |source, target| {
+            crate::copytree::copy(source, target)
+                .map(|_| ())
+                .map_err(|e| {
+                    // Whatever was made of a copy that failed midway goes.
+                    let _ =
+                        std::fs::remove_dir_all(target).or_else(|_| std::fs::remove_file(target));
+                    format!("cannot copy: {e}")
+                })
+        },
+    )
+}
+
+/// The checks every link and copy passes, then `make` from the source to
+/// the target.
+fn apply(
+    kind: HookKind,
+    label: String,
+    main_root: &Path,
+    worktree: &Path,
+    hook: &SymlinkHook,
+    make: impl FnOnce(&Path, &Path) -> Result<(), String>,
+) -> HookOutcome {
+    let start = Instant::now();
+    let target_str = hook.target.as_deref().unwrap_or(&hook.source);
     let fail = |reason: String| HookOutcome {
-        kind: HookKind::Symlink,
+        kind,
         label: label.clone(),
         status: HookStatus::Failed,
         exit_code: None,
@@ -161,7 +209,7 @@ pub fn apply_symlink(main_root: &Path, worktree: &Path, hook: &SymlinkHook) -> H
         return HookOutcome {
             duration_ms: start.elapsed().as_millis() as u64,
             ..HookOutcome::skipped(
-                HookKind::Symlink,
+                kind,
                 label.clone(),
                 format!("{} already exists; left untouched", target.display()),
             )
@@ -172,11 +220,11 @@ pub fn apply_symlink(main_root: &Path, worktree: &Path, hook: &SymlinkHook) -> H
     {
         return fail(format!("cannot create {}: {e}", parent.display()));
     }
-    if let Err(e) = make_link(&source_abs, &target_abs) {
-        return fail(format!("cannot create the link: {e}"));
+    if let Err(e) = make(&source_abs, &target_abs) {
+        return fail(e);
     }
     HookOutcome {
-        kind: HookKind::Symlink,
+        kind,
         label,
         status: HookStatus::Ok,
         exit_code: None,

@@ -146,6 +146,7 @@ pub fn create_with(
         .and_then(|c| c.worktree_hooks.clone())
         .unwrap_or_default();
     finish.symlinks(&hooks_cfg, reporter);
+    finish.copies(&hooks_cfg, reporter);
     finish.commands(&hooks_cfg, reporter, ask_trust);
     finish.prompts(&hooks_cfg, reporter, maker);
     let meta = finish.record().unwrap_or(meta);
@@ -425,6 +426,57 @@ fn add_worktree<'a>(repo: &'a Repo, plan: &Plan) -> Result<Made<'a>> {
     Ok(made)
 }
 
+/// At most this many `.worktreeinclude` entries are copied.
+const WORKTREE_INCLUDE_LIMIT: usize = 1000;
+
+/// The files and directories Claude Code's `.worktreeinclude` (gitignore
+/// syntax, in the main worktree) names that git ignores: what a new
+/// worktree lacks and should have (`.env`, `node_modules/`).
+fn worktree_include(repo: &Repo) -> Result<Vec<String>> {
+    let file = repo.main_root.join(".worktreeinclude");
+    if !file.is_file() {
+        return Ok(Vec::new());
+    }
+    let from = format!("--exclude-from={}", file.display());
+    let listed = repo.git.bytes(
+        &repo.main_root,
+        &[
+            "ls-files",
+            "-z",
+            "--others",
+            "--ignored",
+            "--directory",
+            "--no-empty-directory",
+            &from,
+        ],
+        None,
+        true,
+    )?;
+    let mut out = Vec::new();
+    for entry in listed.split(|b| *b == 0).filter(|e| !e.is_empty()) {
+        let Ok(entry) = std::str::from_utf8(entry) else {
+            continue;
+        };
+        let entry = entry.trim_end_matches('/');
+        // Never threads: each worktree has its own.
+        if entry == atsf::AGENT_DIR || super::is_grove_path(entry.as_bytes()) {
+            continue;
+        }
+        // Only what git ignores: a tracked or merely untracked file is the
+        // branch's business.
+        if repo
+            .git
+            .check(&repo.main_root, &["check-ignore", "-q", "--", entry])?
+        {
+            out.push(entry.to_string());
+        }
+        if out.len() >= WORKTREE_INCLUDE_LIMIT {
+            break;
+        }
+    }
+    Ok(out)
+}
+
 /// The lock grove's `git worktree add`s of one repository take turns on:
 /// `<data dir>/locks/<repo key>.worktree-add`.
 fn add_lock_path(repo: &Repo) -> Result<PathBuf> {
@@ -550,6 +602,59 @@ impl Finish<'_> {
             }
             self.report(reporter, outcome);
         }
+        self.exclude(added, "symlinks");
+    }
+
+    /// `copies`, then what `.worktreeinclude` names: cloned into the
+    /// worktree, never over an existing file.
+    fn copies(&mut self, cfg: &atsf::WorktreeHooks, reporter: &dyn HookReporter) {
+        let mut added = Vec::new();
+        let included = match worktree_include(self.repo) {
+            Ok(list) => list,
+            Err(e) => {
+                self.problems
+                    .push(format!(".worktreeinclude was not applied: {e}"));
+                Vec::new()
+            }
+        };
+        let entries = cfg
+            .copies
+            .iter()
+            .flatten()
+            .cloned()
+            .map(|c| (c, true))
+            .chain(included.into_iter().map(|source| {
+                let hook = atsf::SymlinkHook {
+                    source,
+                    target: None,
+                    extra: Default::default(),
+                };
+                (hook, false)
+            }));
+        for (copy, configured) in entries {
+            let target = copy.target.clone().unwrap_or_else(|| copy.source.clone());
+            let outcome = if self.task.hooks {
+                hooks::apply_copy(&self.project.main_root, &self.dir, &copy)
+            } else {
+                HookOutcome::skipped(HookKind::Copy, format!("copy {target}"), "--no-hooks")
+            };
+            // What .worktreeinclude names is ignored already.
+            if configured
+                && outcome.status == HookStatus::Ok
+                && let Ok(rel) = hooks::checked_hook_path(&target)
+            {
+                match exclude::pattern_for(&rel) {
+                    Ok(p) => added.push(p),
+                    Err(e) => self.problems.push(e.to_string()),
+                }
+            }
+            self.report(reporter, outcome);
+        }
+        self.exclude(added, "copies");
+    }
+
+    /// Keeps `added` (paths the hooks made) out of `git status`.
+    fn exclude(&mut self, added: Vec<String>, what: &str) {
         if added.is_empty() {
             return;
         }
@@ -558,7 +663,7 @@ impl Finish<'_> {
         match result {
             Ok(()) => self.excludes.extend(added),
             Err(e) => self.problems.push(format!(
-                "the hook symlinks could not be kept out of git status: {e}"
+                "the hook {what} could not be kept out of git status: {e}"
             )),
         }
     }

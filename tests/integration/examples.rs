@@ -64,11 +64,12 @@ fn node_example() {
         std::fs::create_dir_all(repo.join("node_modules/left-pad")).unwrap();
         std::fs::write(repo.join(".gitignore"), ".env.local\nnode_modules/\n").unwrap();
     });
-    assert!(cmds[0].starts_with("npm ci"));
+    assert!(cmds[0].starts_with("npm install"));
     assert!(wt.join(".env.local").is_file());
+    let nm = std::fs::symlink_metadata(wt.join("node_modules")).unwrap();
     assert!(
-        std::fs::symlink_metadata(wt.join("node_modules")).is_err(),
-        "node_modules is the worktree's own, made by npm ci"
+        nm.is_dir() && wt.join("node_modules/left-pad").is_dir(),
+        "node_modules is the worktree's own, copied from the main checkout's"
     );
     assert!(wt.join("ran-0.txt").is_file());
     assert!(
@@ -101,8 +102,9 @@ fn rust_example() {
 }
 
 /// Package managers on `PATH` that do what the real ones do to the files:
-/// `npm ci` empties `node_modules` first (through a link too) and installs
-/// from `package-lock.json`; `cargo fetch` fills `$CARGO_HOME`; `python3 -m
+/// `npm install` brings `node_modules` in line with `package-lock.json` in
+/// place (installs what is missing, removes what the lock does not name,
+/// through a link too); `npm ci` empties it first; `cargo fetch` fills `$CARGO_HOME`; `python3 -m
 /// venv` makes `.venv` and its `python -m pip install -r` installs there.
 fn stub_package_managers(sb: &Sandbox) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
@@ -110,12 +112,17 @@ fn stub_package_managers(sb: &Sandbox) -> PathBuf {
     std::fs::create_dir_all(&bin).unwrap();
     let npm = r#"#!/bin/sh
 set -e
-[ "$1" = ci ] || { echo "stub npm: only ci" >&2; exit 1; }
-[ -f package-lock.json ] || { echo "npm ci needs package-lock.json" >&2; exit 1; }
+[ "$1" = ci ] || [ "$1" = install ] || { echo "stub npm: only ci and install" >&2; exit 1; }
+[ -f package-lock.json ] || { echo "npm $1 needs package-lock.json" >&2; exit 1; }
 mkdir -p node_modules
-find node_modules -mindepth 1 -delete
-for pkg in $(sed -n 's/.*"node_modules\/\([^"]*\)".*/\1/p' package-lock.json); do
-  mkdir -p "node_modules/$pkg" && echo installed > "node_modules/$pkg/index.js"
+[ "$1" = ci ] && find node_modules -mindepth 1 -delete
+locked=$(sed -n 's/.*"node_modules\/\([^"]*\)".*/\1/p' package-lock.json)
+for dir in node_modules/*; do
+  [ -e "$dir" ] || continue
+  echo "$locked" | grep -qx "${dir#node_modules/}" || rm -rf "$dir"
+done
+for pkg in $locked; do
+  [ -d "node_modules/$pkg" ] || { mkdir -p "node_modules/$pkg" && echo installed > "node_modules/$pkg/index.js"; }
 done
 echo '{}' > node_modules/.package-lock.json
 "#;
@@ -216,8 +223,15 @@ fn examples_with_real_package_manager_behaviour_never_touch_the_main_checkout() 
         );
         let wt = PathBuf::from(v["worktreePath"].as_str().unwrap());
         if name == "node" {
-            assert!(wt.join("node_modules/left-pad/index.js").is_file(), "{v}");
-            assert!(!wt.join("node_modules/only-here").exists());
+            assert_eq!(
+                std::fs::read_to_string(wt.join("node_modules/left-pad/index.js")).unwrap(),
+                "the main checkout's copy",
+                "copied, then kept by npm install: {v}"
+            );
+            assert!(
+                !wt.join("node_modules/only-here").exists(),
+                "pruned in the copy only"
+            );
         }
         if name == "python" {
             assert!(wt.join(".venv/lib/site-packages/requests").is_dir());

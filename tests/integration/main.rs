@@ -7,6 +7,7 @@ mod agents;
 mod append;
 mod checkpoint;
 mod cli;
+mod copies;
 mod examples;
 mod export;
 mod fidelity;

@@ -396,8 +396,32 @@ fn check_config(path: &Path, report: &mut Report) {
             }
         }
         f.string(h, "worktreeHooks.", "initialPrompt", false);
+        // grove's extensions.
+        if let Some(n) = f.number(h, "worktreeHooks.", "ports", false)
+            && (n < 0.0 || n.fract() != 0.0 || n > grove_max_ports())
+        {
+            f.error(format!(
+                "`worktreeHooks.ports` must be a whole number from 0 to {}",
+                grove_max_ports()
+            ));
+        }
+        if let Some(env) = f.object(h, "worktreeHooks.", "env", false) {
+            for (k, v) in env {
+                if !v.is_string() {
+                    f.error(format!(
+                        "`worktreeHooks.env.{k}` must be a string, not {}",
+                        kind(v)
+                    ));
+                }
+            }
+        }
+        f.string(h, "worktreeHooks.", "envFile", false);
     }
     secrets(&Value::Object(o), "", &mut f);
+}
+
+fn grove_max_ports() -> f64 {
+    crate::ports::MAX_PER_TASK as f64
 }
 
 /// One command of `postSetupCommands` or `preRemoveCommands`.

@@ -123,13 +123,17 @@ pub fn run(plan: &Plan, grove: &Path) -> Result<Outcome> {
     // A little before now: a file system with coarse times must not hide
     // the session's first writes.
     let since = SystemTime::now() - Duration::from_secs(2);
-    let env = vec![
+    let mut env = vec![
         ("GROVE_THREAD".to_string(), plan.thread.id().to_string()),
         (
             "GROVE_WORKTREE".to_string(),
             plan.worktree.to_string_lossy().into_owned(),
         ),
     ];
+    // The task's ports, for the dev server the agent starts.
+    if let Ok(meta) = plan.thread.meta() {
+        env.extend(crate::ports::env(&crate::ports::of(&meta)));
+    }
     let working = plan.opening.is_some();
     let exit = launch::run(&plan.argv, &plan.program, &plan.worktree, &env, |pid| {
         let r = plan.thread.update_meta(|meta| {

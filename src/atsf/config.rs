@@ -56,6 +56,16 @@ pub struct WorktreeHooks {
     /// file system can) into the worktree, `{source, target?}` as symlinks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub copies: Option<Vec<SymlinkHook>>,
+    /// grove extension: how many TCP ports each task gets (`GROVE_PORT`…).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ports: Option<u32>,
+    /// grove extension: values written to `envFile` in each worktree, with
+    /// `{port}`, `{port1}`…, `{branch}`, `{threadId}`, `{worktree}` filled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<std::collections::BTreeMap<String, String>>,
+    /// grove extension: the file `env` is written to (default `.env.local`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env_file: Option<String>,
     /// grove extension: commands run in the worktree before `rm`, `gc` or
     /// `delete` removes it (the same shape and rules as
     /// `postSetupCommands`, trusted on their own).

@@ -237,6 +237,15 @@ fn remove_stale_temps(
             .into_iter()
             .map(|w| w.path),
     );
+    // grove's own small files (the port registry, the verdicts of
+    // integrated branches): written whole in a moment under their locks.
+    if let Ok(data) = grove::home::data_dir() {
+        for dir in [data.clone(), data.join("integration")] {
+            removed +=
+                grove::fsutil::remove_temps_older_than(&dir, std::time::Duration::from_secs(1))?
+                    .len();
+        }
+    }
     for root in roots {
         let store = grove::store::Store::for_project(&root);
         for dir in [

@@ -6,6 +6,7 @@ mod archive;
 mod capture;
 mod checkpoint;
 mod delete;
+mod env;
 mod export;
 mod fork;
 mod gc;
@@ -94,6 +95,7 @@ enum Command {
     Launch(launch::Args),
     Capture(capture::Args),
     Resume(resume::Args),
+    Env(env::Args),
 }
 
 /// A mistake in how grove was called, reported with exit code 2.
@@ -155,6 +157,7 @@ fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Launch(args) => launch::run(args, &cwd, out),
         Command::Capture(args) => capture::run(args, &cwd, out),
         Command::Resume(args) => resume::run(args, &cwd, out),
+        Command::Env(args) => env::run(args, &cwd, out),
     }
 }
 

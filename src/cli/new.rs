@@ -174,7 +174,14 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     }
     if let Some(cmd) = args.exec {
         let prompt = args.prompt.unwrap_or_default();
-        let status = exec_in(&cmd, &created.worktree, &prompt, &created.meta.thread_id)?;
+        let ports = grove::ports::of(&created.meta);
+        let status = exec_in(
+            &cmd,
+            &created.worktree,
+            &prompt,
+            &created.meta.thread_id,
+            &ports,
+        )?;
         if status != 0 {
             return Ok(u8::try_from(status).unwrap_or(super::exit::ERROR));
         }
@@ -409,7 +416,13 @@ pub(super) fn ask_trust(commands: &[PostSetupCommand]) -> bool {
 }
 
 /// Runs `--exec CMD` in the worktree through the shell; returns its exit code.
-fn exec_in(cmd: &str, worktree: &Path, prompt: &str, id: &str) -> anyhow::Result<i32> {
+fn exec_in(
+    cmd: &str,
+    worktree: &Path,
+    prompt: &str,
+    id: &str,
+    ports: &[u16],
+) -> anyhow::Result<i32> {
     #[cfg(windows)]
     let expr = duct::cmd("cmd", ["/C", cmd]);
     #[cfg(not(windows))]
@@ -420,6 +433,9 @@ fn exec_in(cmd: &str, worktree: &Path, prompt: &str, id: &str) -> anyhow::Result
         .env("GROVE_THREAD_ID", id)
         .env("GROVE_WORKTREE", worktree)
         .unchecked();
+    for (k, v) in grove::ports::env(ports) {
+        expr = expr.env(k, v);
+    }
     // Piped, grove's stdout carries the worktree path alone; the command's
     // output goes to stderr. On a terminal the agent gets the terminal.
     if !std::io::stdout().is_terminal() {

@@ -14,6 +14,8 @@ pub struct CommandEnv {
     pub repo_root: PathBuf,
     pub thread_id: String,
     pub branch: String,
+    /// The task's ports (`GROVE_PORT`, `GROVE_PORT_1`…).
+    pub ports: Vec<u16>,
 }
 
 /// This platform as `platforms` spells it: `linux`, `darwin`, `win32`.
@@ -94,7 +96,11 @@ pub fn run_command(
             );
         }
     };
-    let expr = shell(&spec.command)
+    let mut expr = shell(&spec.command);
+    for (k, v) in crate::ports::env(&env.ports) {
+        expr = expr.env(k, v);
+    }
+    let expr = expr
         .dir(&env.worktree)
         .env("GROVE_THREAD_ID", &env.thread_id)
         .env("GROVE_WORKTREE", &env.worktree)

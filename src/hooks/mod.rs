@@ -19,6 +19,10 @@ pub enum HookKind {
     Symlink,
     /// A `copies` entry or a `.worktreeinclude` copy (grove extension).
     Copy,
+    /// The task's ports (grove extension).
+    Ports,
+    /// The `env` file (grove extension).
+    Env,
     Command,
     InitialPrompt,
 }

@@ -140,6 +140,7 @@ pub fn create_with(
         outcomes: Vec::new(),
         problems: Vec::new(),
         interrupted: None,
+        ports: Vec::new(),
     };
     let hooks_cfg = config
         .as_ref()
@@ -147,6 +148,7 @@ pub fn create_with(
         .unwrap_or_default();
     finish.symlinks(&hooks_cfg, reporter);
     finish.copies(&hooks_cfg, reporter);
+    finish.ports_and_env(&hooks_cfg, reporter);
     finish.commands(&hooks_cfg, reporter, ask_trust);
     finish.prompts(&hooks_cfg, reporter, maker);
     let meta = finish.record().unwrap_or(meta);
@@ -575,6 +577,8 @@ struct Finish<'a> {
     outcomes: Vec<HookOutcome>,
     problems: Vec<String>,
     interrupted: Option<i32>,
+    /// The task's ports, once given.
+    ports: Vec<u16>,
 }
 
 impl Finish<'_> {
@@ -653,6 +657,32 @@ impl Finish<'_> {
         self.exclude(added, "copies");
     }
 
+    /// The task's ports, then its env file (with them filled in).
+    fn ports_and_env(&mut self, cfg: &atsf::WorktreeHooks, reporter: &dyn HookReporter) {
+        if !self.task.hooks {
+            return;
+        }
+        if let Some((outcome, ports)) = super::taskenv::ports(cfg, &self.thread, &self.dir) {
+            self.ports = ports;
+            self.report(reporter, outcome);
+        }
+        let values = super::taskenv::Placeholders {
+            ports: self.ports.clone(),
+            branch: self.plan.branch.clone(),
+            thread_id: self.plan.id.clone(),
+            worktree: self.dir.to_string_lossy().into_owned(),
+        };
+        if let Some((outcome, written)) = super::taskenv::env_file(cfg, &values, &self.dir) {
+            self.report(reporter, outcome);
+            if let Some(rel) = written {
+                match exclude::pattern_for(&rel) {
+                    Ok(p) => self.exclude(vec![p], "env file"),
+                    Err(e) => self.problems.push(e.to_string()),
+                }
+            }
+        }
+    }
+
     /// Keeps `added` (paths the hooks made) out of `git status`.
     fn exclude(&mut self, added: Vec<String>, what: &str) {
         if added.is_empty() {
@@ -684,6 +714,7 @@ impl Finish<'_> {
             repo_root: self.project.main_root.clone(),
             thread_id: self.plan.id.clone(),
             branch: self.plan.branch.clone(),
+            ports: self.ports.clone(),
         };
         let logs = self.thread.dir().join("logs");
         let watch = Watch::start();

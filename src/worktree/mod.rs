@@ -10,6 +10,7 @@ pub mod processes;
 mod remove;
 mod repo;
 mod revive;
+pub mod taskenv;
 mod teardown;
 
 pub use create::{

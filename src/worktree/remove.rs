@@ -335,6 +335,9 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
         }
     }
     step.done();
+    // The task's ports are free again (best effort: a port whose worktree
+    // is gone is taken back at the next allocation anyway).
+    let _ = crate::ports::release(&id);
     Ok(Removed {
         thread_id: id.clone(),
         worktree_path: wt,

@@ -100,6 +100,7 @@ fn run_commands(
         repo_root: repo.main_root.clone(),
         thread_id: found.meta.thread_id.clone(),
         branch: found.branch.clone().unwrap_or_default(),
+        ports: crate::ports::of(&found.meta),
     };
     let logs = found.thread.dir().join("logs");
     let watch = Watch::start();

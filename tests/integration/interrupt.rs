@@ -404,7 +404,11 @@ fn gc_removes_a_killed_writers_temp_files_in_every_directory_of_a_thread() {
         .find(|p| p.is_dir())
         .expect("a cache entry");
     assert!(entry.join("logs/deep/hook.log").is_file());
+    std::fs::create_dir_all(sb.grove_home().join("integration")).unwrap();
     let planted = [
+        // grove's own registries: ports.json, the integration verdicts.
+        sb.grove_home().join(".grove-tmp-ports"),
+        sb.grove_home().join("integration/.grove-tmp-verdicts"),
         dir.join("logs/.grove-tmp-link-a"),
         dir.join("logs/deep/.grove-tmp-link-b"),
         entry.join("logs/.grove-tmp-link-c"),

@@ -23,6 +23,7 @@ mod live;
 mod loss;
 mod native;
 mod parallel;
+mod ports;
 mod props;
 mod read;
 mod relations;

@@ -66,6 +66,10 @@ pub struct DeriveOptions {
     pub trust: bool,
     pub branch: Option<String>,
     pub dir: Option<PathBuf>,
+    /// Leave the submodules uninitialised.
+    pub no_submodules: bool,
+    /// Check out Git LFS files as pointers.
+    pub no_lfs: bool,
 }
 
 /// What was made.
@@ -131,6 +135,8 @@ pub fn derive(
                 trust: options.trust,
                 carry_from: options.carry.then_some(wt),
                 thread_id: None,
+                no_submodules: options.no_submodules,
+                no_lfs: options.no_lfs,
             };
             let created = worktree::create_with(&wt_project, &task, reporter, ask_trust, &maker)?;
             Derived {

@@ -45,6 +45,16 @@ impl Git {
 
     /// Runs `git -C dir args…` and returns its output whatever the exit code.
     pub fn output(&self, dir: &Path, args: &[&str]) -> Result<GitOutput> {
+        self.output_with_env(dir, args, &[])
+    }
+
+    /// [`Git::output`] with `env` set for git (`GIT_LFS_SKIP_SMUDGE=1`).
+    pub fn output_with_env(
+        &self,
+        dir: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<GitOutput> {
         let mut expr = duct::cmd(&self.program, args)
             .dir(dir)
             .stdin_null()
@@ -53,6 +63,9 @@ impl Git {
             .unchecked();
         for var in SCRUBBED {
             expr = expr.env_remove(var);
+        }
+        for (k, v) in env {
+            expr = expr.env(k, v);
         }
         let out = expr
             .run()

@@ -55,6 +55,8 @@ impl ChildArgs {
             trust: self.task.trust,
             branch: self.task.branch.clone(),
             dir: self.task.dir.clone(),
+            no_submodules: self.task.no_submodules,
+            no_lfs: self.task.no_lfs,
         }
     }
 }

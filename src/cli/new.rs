@@ -98,6 +98,16 @@ pub struct TaskArgs {
     #[arg(long)]
     pub trust: bool,
 
+    /// Leave submodules uninitialised (by default those the main checkout
+    /// has initialised are initialised in the new worktree).
+    #[arg(long)]
+    pub no_submodules: bool,
+
+    /// Check Git LFS files out as pointers, downloading nothing (`git lfs
+    /// pull` in the worktree gets them later).
+    #[arg(long)]
+    pub no_lfs: bool,
+
     /// Exit with code 3 when a hook failed or timed out, or something else
     /// went wrong once the worktree existed (the worktree is kept).
     #[arg(long)]
@@ -154,6 +164,8 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         trust: args.task.trust,
         carry_from: args.carry.then(|| project.root.clone()),
         thread_id: None,
+        no_submodules: args.task.no_submodules,
+        no_lfs: args.task.no_lfs,
     };
     let reporter = Reporter::new(false);
     let created = worktree::create(&project, &task, &reporter, &ask_trust)?;

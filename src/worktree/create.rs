@@ -47,6 +47,12 @@ pub struct NewTask {
     /// The thread's id, when the task's thread exists already (a removed
     /// task made again); a new one otherwise.
     pub thread_id: Option<String>,
+    /// Do not initialise the submodules the main checkout has initialised
+    /// (`--no-submodules`, or `grove.submodules: false`).
+    pub no_submodules: bool,
+    /// Check out Git LFS files as pointers, downloading nothing
+    /// (`--no-lfs`, or `grove.lfs: false`).
+    pub no_lfs: bool,
 }
 
 /// How the task's thread is made once its worktree exists.
@@ -146,6 +152,7 @@ pub fn create_with(
         .as_ref()
         .and_then(|c| c.worktree_hooks.clone())
         .unwrap_or_default();
+    finish.submodules(reporter);
     finish.symlinks(&hooks_cfg, reporter);
     finish.copies(&hooks_cfg, reporter);
     finish.ports_and_env(&hooks_cfg, reporter);
@@ -189,6 +196,11 @@ struct Plan {
     base_commit: String,
     dir: PathBuf,
     carry: Option<(PathBuf, Changes)>,
+    /// The worktree `git worktree add` runs in: its sparse-checkout
+    /// patterns are the new worktree's.
+    source: PathBuf,
+    no_submodules: bool,
+    no_lfs: bool,
 }
 
 /// Step 1: the thread id, the branch and its base, the directory — all
@@ -251,6 +263,16 @@ fn plan(project: &Project, repo: &Repo, task: &NewTask, config: Option<&Config>)
             dir.display()
         )));
     }
+    let source = match &task.carry_from {
+        Some(src) => src.clone(),
+        None if project.root.join(".git").exists() => project.root.clone(),
+        None => repo.main_root.clone(),
+    };
+    let setting = |key: &str| {
+        config
+            .and_then(|c| c.extra.get("grove")?.get(key)?.as_bool())
+            .unwrap_or(true)
+    };
     Ok(Plan {
         id,
         meta,
@@ -260,6 +282,9 @@ fn plan(project: &Project, repo: &Repo, task: &NewTask, config: Option<&Config>)
         base_commit,
         dir,
         carry,
+        source,
+        no_submodules: task.no_submodules || !setting("submodules"),
+        no_lfs: task.no_lfs || !setting("lfs"),
     })
 }
 
@@ -402,7 +427,12 @@ fn add_worktree<'a>(repo: &'a Repo, plan: &Plan) -> Result<Made<'a>> {
             let git = repo.git.clone();
             scope.spawn(move || carry::patches(&git, changes, src))
         });
-        let added = repo.git.output(&repo.main_root, &args);
+        let env: &[(&str, &str)] = if plan.no_lfs {
+            &[("GIT_LFS_SKIP_SMUDGE", "1")]
+        } else {
+            &[]
+        };
+        let added = repo.git.output_with_env(&plan.source, &args, env);
         let patches = patches.map(|h| {
             h.join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
@@ -426,6 +456,22 @@ fn add_worktree<'a>(repo: &'a Repo, plan: &Plan) -> Result<Made<'a>> {
         made.carried = Some(carry::apply(&repo.git, changes, patches, src, &made.dir)?);
     }
     Ok(made)
+}
+
+/// Whether the main checkout has a submodule initialised.
+fn main_has_submodules(repo: &Repo) -> bool {
+    if !repo.main_root.join(".gitmodules").is_file() {
+        return false;
+    }
+    repo.git
+        .output(&repo.main_root, &["submodule", "status"])
+        .is_ok_and(|out| {
+            out.success
+                && out
+                    .stdout
+                    .lines()
+                    .any(|l| !l.is_empty() && !l.starts_with('-'))
+        })
 }
 
 /// At most this many `.worktreeinclude` entries are copied.
@@ -655,6 +701,46 @@ impl Finish<'_> {
             self.report(reporter, outcome);
         }
         self.exclude(added, "copies");
+    }
+
+    /// The submodules the main checkout has initialised, initialised here
+    /// too (`git submodule update --init --recursive`), unless asked not to.
+    fn submodules(&mut self, reporter: &dyn HookReporter) {
+        if self.plan.no_submodules || !main_has_submodules(self.repo) {
+            return;
+        }
+        let label = "git submodule update --init --recursive";
+        reporter.started(label);
+        let start = std::time::Instant::now();
+        let env: &[(&str, &str)] = if self.plan.no_lfs {
+            &[("GIT_LFS_SKIP_SMUDGE", "1")]
+        } else {
+            &[]
+        };
+        let ran = self.repo.git.output_with_env(
+            &self.dir,
+            &["submodule", "update", "--init", "--recursive", "--quiet"],
+            env,
+        );
+        let failed = match ran {
+            Ok(out) if out.success => None,
+            Ok(out) => Some(out.stderr),
+            Err(e) => Some(e.to_string()),
+        };
+        let outcome = HookOutcome {
+            kind: HookKind::Command,
+            label: label.to_string(),
+            status: if failed.is_some() {
+                HookStatus::Failed
+            } else {
+                HookStatus::Ok
+            },
+            exit_code: None,
+            duration_ms: start.elapsed().as_millis() as u64,
+            log_file: None,
+            reason: failed.map(|e| format!("{e} (`--no-submodules` skips this)")),
+        };
+        self.report(reporter, outcome);
     }
 
     /// The task's ports, then its env file (with them filled in).

@@ -88,6 +88,8 @@ fn plan(repo: &Repo, found: &Found, options: ReviveOptions) -> Result<NewTask> {
         trust: options.trust,
         carry_from: None,
         thread_id: Some(meta.thread_id.clone()),
+        no_submodules: false,
+        no_lfs: false,
     })
 }
 

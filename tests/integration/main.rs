@@ -19,6 +19,7 @@ mod ids;
 mod import;
 mod integrated;
 mod interrupt;
+mod large;
 mod live;
 mod loss;
 mod native;

@@ -25,8 +25,14 @@ fn canonical(p: &Path) -> PathBuf {
     p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
 }
 
-/// Finds the repository containing `path`; `Ok(None)` outside any repository
-/// or in a bare one.
+/// Finds the repository containing `path`; `Ok(None)` outside any repository.
+///
+/// A bare repository (with worktrees: `proj.git` beside `proj-main/`, or
+/// `proj/.bare` with worktrees inside `proj/`) has no main working tree;
+/// its stand-in is the worktree that has the repository's HEAD branch
+/// checked out, else the first of its worktrees by path, else — none at
+/// all — the bare directory itself. Started in the bare directory, grove
+/// works as if started there.
 pub fn discover(path: &Path) -> Result<Option<RepoInfo>> {
     let repo = match git2::Repository::discover(path) {
         Ok(repo) => repo,
@@ -34,11 +40,21 @@ pub fn discover(path: &Path) -> Result<Option<RepoInfo>> {
         Err(_) => return discover_with_cli(path),
     };
     let Some(workdir) = repo.workdir() else {
-        return Ok(None);
+        let bare = canonical(repo.path());
+        let main_root = bare_main_root(&bare).unwrap_or_else(|| bare.clone());
+        let (branch, head) = head_state(&repo)?;
+        return Ok(Some(RepoInfo {
+            workdir: main_root.clone(),
+            main_root,
+            branch,
+            head,
+        }));
     };
     let workdir = canonical(workdir);
     let common = canonical(repo.commondir());
-    let main_root = main_root_of(&common).unwrap_or_else(|| workdir.clone());
+    let main_root = main_root_of(&common)
+        .or_else(|| bare_main_root(&common))
+        .unwrap_or_else(|| workdir.clone());
     let (branch, head) = head_state(&repo)?;
     Ok(Some(RepoInfo {
         workdir,
@@ -55,6 +71,47 @@ fn main_root_of(common_dir: &Path) -> Option<PathBuf> {
     } else {
         None
     }
+}
+
+/// The stand-in for the main working tree of the bare repository at
+/// `common_dir`: the worktree with its HEAD branch, else the first by path.
+/// `None` when `common_dir` is not a bare repository with worktrees.
+fn bare_main_root(common_dir: &Path) -> Option<PathBuf> {
+    let repo = git2::Repository::open_bare(common_dir).ok()?;
+    if !repo.is_bare() {
+        return None;
+    }
+    let head = repo
+        .find_reference("HEAD")
+        .ok()
+        .and_then(|r| r.symbolic_target().ok().flatten().map(str::to_string));
+    let mut trees: Vec<(PathBuf, Option<String>)> = Vec::new();
+    let names = repo.worktrees().ok()?;
+    for name in names.iter() {
+        let Some(Ok(wt)) = name.ok().flatten().map(|name| repo.find_worktree(name)) else {
+            continue;
+        };
+        if !wt.path().is_dir() {
+            continue;
+        }
+        let branch = git2::Repository::open_from_worktree(&wt)
+            .ok()
+            .and_then(|r| {
+                r.find_reference("HEAD")
+                    .ok()?
+                    .symbolic_target()
+                    .ok()
+                    .flatten()
+                    .map(str::to_string)
+            });
+        trees.push((canonical(wt.path()), branch));
+    }
+    trees.sort();
+    trees
+        .iter()
+        .find(|(_, b)| head.is_some() && *b == head)
+        .or(trees.first())
+        .map(|(p, _)| p.clone())
 }
 
 /// The same answers from the git binary, for repositories libgit2 cannot open.

@@ -101,6 +101,7 @@ impl Store {
     /// overwrites an existing `.gitignore`. Returns whether it wrote the file.
     /// Refuses a `.agent` that is a symbolic link.
     pub fn ensure_dir(&self) -> Result<bool> {
+        refuse_git_dir(self.root())?;
         crate::fsutil::real_dir(self.root(), &self.agent_dir)?;
         write_new(
             &self.agent_dir.join(".gitignore"),
@@ -501,4 +502,21 @@ pub fn resolve_prefix<'a>(
             candidates: matches.into_iter().map(String::from).collect(),
         }),
     }
+}
+
+/// grove never writes inside a git directory (a bare repository, `.git`):
+/// git owns every file there.
+fn refuse_git_dir(root: &Path) -> Result<()> {
+    let in_git_dir = root.components().any(|c| c.as_os_str() == ".git")
+        || (root.join("HEAD").is_file()
+            && root.join("objects").is_dir()
+            && root.join("refs").is_dir());
+    if in_git_dir {
+        return Err(Error::Refused(format!(
+            "{} is a git directory (a bare repository?), and grove never writes there; \
+             run grove in one of its worktrees (`git worktree add ../main main`)",
+            root.display()
+        )));
+    }
+    Ok(())
 }

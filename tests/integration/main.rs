@@ -5,6 +5,7 @@ mod support;
 
 mod agents;
 mod append;
+mod bare;
 mod checkpoint;
 mod cli;
 mod copies;

@@ -274,29 +274,10 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
     let id = found.thread.id().to_string();
     let wt = refuse_early(found, options)?;
     let threads = threads_in(&wt, &id);
-    if options.purge && threads.len() > 1 && !options.force {
-        return Err(Error::Refused(format!(
-            "{} holds {} threads, and --purge would delete every one: {}. Pass --force to drop \
-             them all, or leave out --purge to keep them in grove's cache",
-            wt.display(),
-            threads.len(),
-            threads.join(", ")
-        )));
-    }
-    if !options.force {
-        let reasons = unsafe_reasons(repo, found)?;
-        if !reasons.is_empty() {
-            return Err(Error::Refused(format!(
-                "not removing {}: {}. Commit and push (or merge) the work, or pass --force",
-                wt.display(),
-                reasons.join("; ")
-            )));
-        }
-    }
+    checks(repo, found, &wt, &threads, options)?;
     let branch_plan = branch_plan(repo, found, options)?;
     let teardown = super::teardown::run(repo, found, &wt, options.force, &crate::hooks::Silent)?;
-    let reaped = processes_gone(&wt, options)?;
-
+    let processes = processes_gone(&wt, options)?;
     // The threads are saved before anything is removed.
     let cached = if options.purge {
         Vec::new()
@@ -311,29 +292,12 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
         branch_tip: branch_plan.tip.clone(),
     })?;
     remove_worktree(repo, &wt, options.force)?;
-    // Entries grove wrote for this thread's directory in older versions.
-    let thread_rel = Path::new(crate::atsf::AGENT_DIR)
-        .join(crate::atsf::THREADS_DIR)
-        .join(&id);
-    if let Ok(pattern) = exclude::pattern_for(&thread_rel) {
-        let file = exclude::exclude_file(&repo.git, &repo.main_root)?;
-        exclude::remove(&file, &[format!("{pattern}/")])?;
-    }
+    forget_old_excludes(repo, &id)?;
     let branch_deleted = match (&branch_plan.delete, &branch_plan.tip) {
         (Some(branch), Some(tip)) => delete_branch(repo, branch, tip)?,
         _ => false,
     };
-    if options.purge {
-        for t in &threads {
-            cache::purge(&found.repo_root, t)?;
-        }
-        cache::purge(&found.repo_root, &id)?;
-    } else {
-        let _lock = cache::lock(&found.repo_root)?;
-        for dir in &cached {
-            cache::set_state_at(dir, CacheState::Removed)?;
-        }
-    }
+    settle_cache(found, &id, &threads, &cached, options)?;
     step.done();
     // The task's ports are free again (best effort: a port whose worktree
     // is gone is taken back at the next allocation anyway).
@@ -343,11 +307,7 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
         worktree_path: wt,
         branch: recorded_branch(found),
         branch_deleted,
-        branch_kept: if branch_deleted {
-            None
-        } else {
-            branch_plan.kept
-        },
+        branch_kept: branch_plan.kept.filter(|_| !branch_deleted),
         cached_at: cached
             .iter()
             .find(|d| d.file_name().is_some_and(|n| n == id.as_str()))
@@ -358,8 +318,75 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
             threads
         },
         teardown,
-        processes: reaped,
+        processes,
     })
+}
+
+/// The refusals that look at the worktree: `--purge` of threads not asked
+/// for, and work that exists nowhere else (unless `--force`).
+fn checks(
+    repo: &Repo,
+    found: &Found,
+    wt: &Path,
+    threads: &[String],
+    options: RemoveOptions,
+) -> Result<()> {
+    if options.purge && threads.len() > 1 && !options.force {
+        return Err(Error::Refused(format!(
+            "{} holds {} threads, and --purge would delete every one: {}. Pass --force to drop \
+             them all, or leave out --purge to keep them in grove's cache",
+            wt.display(),
+            threads.len(),
+            threads.join(", ")
+        )));
+    }
+    if options.force {
+        return Ok(());
+    }
+    let reasons = unsafe_reasons(repo, found)?;
+    if reasons.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Refused(format!(
+        "not removing {}: {}. Commit and push (or merge) the work, or pass --force",
+        wt.display(),
+        reasons.join("; ")
+    )))
+}
+
+/// Drops the `info/exclude` entry older versions wrote for the thread's
+/// directory.
+fn forget_old_excludes(repo: &Repo, id: &str) -> Result<()> {
+    let thread_rel = Path::new(crate::atsf::AGENT_DIR)
+        .join(crate::atsf::THREADS_DIR)
+        .join(id);
+    if let Ok(pattern) = exclude::pattern_for(&thread_rel) {
+        let file = exclude::exclude_file(&repo.git, &repo.main_root)?;
+        exclude::remove(&file, &[format!("{pattern}/")])?;
+    }
+    Ok(())
+}
+
+/// The cache after the worktree went: its threads marked removed, or (with
+/// `--purge`) dropped.
+fn settle_cache(
+    found: &Found,
+    id: &str,
+    threads: &[String],
+    cached: &[PathBuf],
+    options: RemoveOptions,
+) -> Result<()> {
+    if options.purge {
+        for t in threads {
+            cache::purge(&found.repo_root, t)?;
+        }
+        return cache::purge(&found.repo_root, id);
+    }
+    let _lock = cache::lock(&found.repo_root)?;
+    for dir in cached {
+        cache::set_state_at(dir, CacheState::Removed)?;
+    }
+    Ok(())
 }
 
 /// No process may be at work in the worktree when it goes: refused with

@@ -1,0 +1,159 @@
+//! Step 1, plan: the thread id, the branch and its base, the directory and
+//! the worktree `git worktree add` runs in — all checked before anything is
+//! made.
+
+use super::*;
+
+/// Everything decided before anything is made.
+pub(super) struct Plan {
+    pub(super) id: String,
+    pub(super) meta: ThreadMeta,
+    pub(super) branch: String,
+    pub(super) create_branch: bool,
+    pub(super) base_rev: String,
+    pub(super) base_commit: String,
+    pub(super) dir: PathBuf,
+    pub(super) carry: Option<(PathBuf, Changes)>,
+    /// The worktree `git worktree add` runs in: its sparse-checkout
+    /// patterns are the new worktree's.
+    pub(super) source: PathBuf,
+    pub(super) no_submodules: bool,
+    pub(super) no_lfs: bool,
+}
+
+/// Step 1: the thread id, the branch and its base, the directory — all
+/// checked before anything is made.
+pub(super) fn plan(
+    project: &Project,
+    repo: &Repo,
+    task: &NewTask,
+    config: Option<&Config>,
+) -> Result<Plan> {
+    let mut meta = crate::threads::new_meta(&task.title, &task.agent, Context::default());
+    if let Some(id) = &task.thread_id {
+        meta.thread_id = id.clone();
+    }
+    let id = meta.thread_id.clone();
+    let short: String = id.chars().take(8).collect();
+    let (branch, create_branch) = choose_branch(repo, task, config, &short)?;
+    let (base_rev, carry) = match (&task.carry_from, &task.base) {
+        // Carried changes are relative to the source worktree's HEAD.
+        (Some(src), base) => {
+            let changes = carry::changes(&repo.git, src)?;
+            if !changes.unmerged.is_empty() {
+                return Err(Error::Refused(format!(
+                    "{} has unresolved merge conflicts ({}); resolve them first",
+                    src.display(),
+                    changes.unmerged_list()
+                )));
+            }
+            let rev = match base {
+                Some(b) => b.clone(),
+                None => crate::git::discover(src)?
+                    .and_then(|info| info.head)
+                    .ok_or_else(|| {
+                        Error::Other(format!("{} has no commit to start from", src.display()))
+                    })?,
+            };
+            (rev, Some((src.clone(), changes)))
+        }
+        (None, base) => (base.clone().unwrap_or_else(|| "HEAD".to_string()), None),
+    };
+    let base_commit = if create_branch {
+        repo.resolve_commit(&base_rev)?.ok_or_else(|| {
+            Error::Other(format!(
+                "--base {base_rev:?} does not name a commit in {}",
+                repo.main_root.display()
+            ))
+        })?
+    } else {
+        repo.resolve_commit(&format!("refs/heads/{branch}"))?
+            .unwrap_or_default()
+    };
+    let dir = match &task.dir {
+        Some(d) if d.is_absolute() => d.clone(),
+        Some(d) => project.cwd.join(d),
+        None => crate::home::worktrees_dir(&project.main_root)?.join(format!("thread-{short}")),
+    };
+    if std::fs::symlink_metadata(&dir).is_ok()
+        && std::fs::read_dir(&dir)
+            .ctx("reading", &dir)?
+            .next()
+            .is_some()
+    {
+        return Err(Error::Refused(format!(
+            "{} exists and is not empty; choose another --dir",
+            dir.display()
+        )));
+    }
+    let source = match &task.carry_from {
+        Some(src) => src.clone(),
+        None if project.root.join(".git").exists() => project.root.clone(),
+        None => repo.main_root.clone(),
+    };
+    let setting = |key: &str| {
+        config
+            .and_then(|c| c.extra.get("grove")?.get(key)?.as_bool())
+            .unwrap_or(true)
+    };
+    Ok(Plan {
+        id,
+        meta,
+        branch,
+        create_branch,
+        base_rev,
+        base_commit,
+        dir,
+        carry,
+        source,
+        no_submodules: task.no_submodules || !setting("submodules"),
+        no_lfs: task.no_lfs || !setting("lfs"),
+    })
+}
+
+/// The branch to use and whether grove creates it.
+fn choose_branch(
+    repo: &Repo,
+    task: &NewTask,
+    config: Option<&Config>,
+    short: &str,
+) -> Result<(String, bool)> {
+    let Some(name) = &task.branch else {
+        let name = format!("{}{short}", branch_prefix(config));
+        if !repo.valid_branch_name(&name)? {
+            return Err(Error::Other(format!(
+                "the generated branch name {name:?} is not valid; fix grove.branchPrefix in config.json"
+            )));
+        }
+        if repo.branch_exists(&name)? {
+            return Err(Error::Refused(format!(
+                "branch {name} already exists; pass --branch to choose a name"
+            )));
+        }
+        return Ok((name, true));
+    };
+    if !repo.valid_branch_name(name)? {
+        return Err(Error::Other(format!(
+            "{name:?} is not a valid branch name (see `git check-ref-format --branch`)"
+        )));
+    }
+    if !repo.branch_exists(name)? {
+        return Ok((name.clone(), true));
+    }
+    if task.base.is_some() {
+        return Err(Error::Other(format!(
+            "branch {name} exists; --base only applies to a new branch"
+        )));
+    }
+    if let Some(wt) = repo
+        .worktrees()?
+        .into_iter()
+        .find(|w| w.branch.as_deref() == Some(name))
+    {
+        return Err(Error::Refused(format!(
+            "branch {name} is already checked out in {}; choose another --branch",
+            wt.path.display()
+        )));
+    }
+    Ok((name.clone(), false))
+}

@@ -1,0 +1,75 @@
+//! Step 5, record: the hook outcomes, exclude entries and problems into
+//! `thread.json`, and the thread into the cache.
+
+use super::*;
+
+impl Finish<'_> {
+    /// The record of it all, then the cache (a cache that could not be
+    /// written goes into the record too). Returns the thread's metadata.
+    pub(super) fn record_all(&mut self, meta: ThreadMeta) -> ThreadMeta {
+        let meta = self.record().unwrap_or(meta);
+        match self.cache() {
+            false => self.record().unwrap_or(meta),
+            true => meta,
+        }
+    }
+
+    /// What was created.
+    pub(super) fn created(self, meta: ThreadMeta, carried: Option<Carried>) -> CreatedTask {
+        CreatedTask {
+            thread: self.thread,
+            meta,
+            worktree: self.dir,
+            branch: self.plan.branch.clone(),
+            hooks: self.outcomes,
+            carried,
+            problems: self.problems,
+            interrupted: self.interrupted,
+        }
+    }
+
+    /// Hook outcomes, exclude entries and problems into `thread.json`.
+    fn record(&mut self) -> Option<ThreadMeta> {
+        let hooks_json = serde_json::to_value(&self.outcomes).unwrap_or(Value::Null);
+        let excludes = json!(self.excludes);
+        let problems = self.problems.clone();
+        let result = self.thread.update_meta(|m| {
+            if let Some(Value::Object(grove)) = m.metadata_mut().get_mut("grove") {
+                grove.insert("hooks".into(), hooks_json);
+                grove.insert("excludes".into(), excludes);
+                if !problems.is_empty() {
+                    grove.insert("problems".into(), json!(problems));
+                }
+            }
+        });
+        match result {
+            Ok(meta) => Some(meta),
+            Err(e) => {
+                self.problems
+                    .push(format!("the hook outcomes were not recorded: {e}"));
+                None
+            }
+        }
+    }
+
+    /// The cache, from the start: a later `rm -rf` cannot lose the thread.
+    /// Returns whether it was written.
+    fn cache(&mut self) -> bool {
+        let record = CacheRecord {
+            repo_root: self.project.main_root.to_string_lossy().into_owned(),
+            worktree_path: self.dir.to_string_lossy().into_owned(),
+            branch: self.plan.branch.clone(),
+            state: CacheState::Live,
+            cached_at: atsf::now_timestamp(),
+        };
+        match cache::save(&self.project.main_root, &self.thread, &record, false) {
+            Ok(_) => true,
+            Err(e) => {
+                self.problems.push(format!(
+                    "the thread is not in grove's cache yet (the next `grove list` retries): {e}"
+                ));
+                false
+            }
+        }
+    }
+}

@@ -417,7 +417,46 @@ fn check_config(path: &Path, report: &mut Report) {
         }
         f.string(h, "worktreeHooks.", "envFile", false);
     }
+    if let Some(g) = f.object(&o, "", "grove", false) {
+        grove_section(&mut f, g);
+    }
     secrets(&Value::Object(o), "", &mut f);
+}
+
+/// grove's own section of `config.json`.
+fn grove_section(f: &mut Fields, g: &Map<String, Value>) {
+    f.string(g, "grove.", "branchPrefix", false);
+    f.string(g, "grove.", "notify", false);
+    f.boolean(g, "grove.", "submodules");
+    f.boolean(g, "grove.", "lfs");
+    let Some(agents) = f.object(g, "grove.", "agents", false) else {
+        return;
+    };
+    for (id, a) in agents {
+        let at = format!("grove.agents.{id}.");
+        let Value::Object(a) = a else {
+            f.error(format!(
+                "`grove.agents.{id}` must be an object, not {}",
+                kind(a)
+            ));
+            continue;
+        };
+        for key in ["command", "resume"] {
+            let Some(words) = f.array(a, &at, key, key == "command") else {
+                continue;
+            };
+            if words.is_empty() || words.iter().any(|w| !w.is_string()) {
+                f.error(format!("`{at}{key}` must be a non-empty array of strings"));
+            }
+        }
+        if let Some(native) = a.get("native")
+            && !matches!(native.as_str(), Some("claude" | "codex"))
+        {
+            f.error(format!(
+                "`{at}native` must be \"claude\" or \"codex\", not {native}"
+            ));
+        }
+    }
 }
 
 fn grove_max_ports() -> f64 {

@@ -148,3 +148,44 @@ fn problems_are_named_by_file_line_and_field_and_exit_1() {
     assert_eq!(code, Some(1));
     assert_eq!(report["threads"], 1);
 }
+
+#[test]
+fn validate_knows_groves_other_extensions() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    write_config(
+        &repo,
+        serde_json::json!({"specVersion": "1.1",
+            "worktreeHooks": {"copies": [{"target": "x"}], "ports": 2.5, "env": {"A": 1}, "envFile": 3},
+            "grove": {"lfs": "no", "agents": {"a": {"command": [], "native": "gpt"}}}}),
+    );
+    let out = run(sb.grove(&repo).args(["validate"]));
+    assert_eq!(out.status.code(), Some(1));
+    let out = String::from_utf8_lossy(&out.stdout);
+    for field in [
+        "worktreeHooks.copies[0].source",
+        "worktreeHooks.ports",
+        "worktreeHooks.env.A",
+        "worktreeHooks.envFile",
+        "grove.lfs",
+        "grove.agents.a.command",
+        "grove.agents.a.native",
+    ] {
+        assert!(out.contains(field), "{field} in {out}");
+    }
+    write_config(
+        &repo,
+        serde_json::json!({"specVersion": "1.1",
+            "worktreeHooks": {"copies": [{"source": "node_modules"}], "ports": 2, "env": {"A": "{port}"}, "envFile": ".env.local",
+                "preRemoveCommands": [{"command": "make down"}]},
+            "grove": {"lfs": false, "submodules": true, "branchPrefix": "agent/", "notify": "true",
+                "agents": {"a": {"command": ["a", "{prompt}"], "resume": ["a", "-r", "{sessionId}"], "native": "claude"}}}}),
+    );
+    let out = run(sb.grove(&repo).args(["validate"]));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

@@ -20,6 +20,7 @@ use super::{Output, UsageError};
 #[derive(clap::Args)]
 pub struct Args {
     /// Thread id or a unique prefix of it.
+    #[arg(add = super::complete::threads())]
     thread: String,
 
     /// Role of the message.

@@ -12,6 +12,7 @@ use super::Output;
 pub struct Args {
     /// Thread ids or unique prefixes.
     #[arg(required = true)]
+    #[arg(add = super::complete::threads())]
     threads: Vec<String>,
 
     /// Print [{threadId, archived, changed}] as JSON.

@@ -42,12 +42,14 @@ enum What {
 struct HookArgs {
     /// The thread a new session goes into (set by `grove capture install`).
     #[arg(long, value_name = "THREAD")]
+    #[arg(add = super::complete::threads())]
     thread: Option<String>,
 }
 
 #[derive(clap::Args)]
 struct InstallArgs {
     /// The task's thread (default: the task of the worktree grove runs in).
+    #[arg(add = super::complete::threads())]
     thread: Option<String>,
 
     /// Which agent's hooks: claude-code, codex, or all (default: the
@@ -63,6 +65,7 @@ struct InstallArgs {
 #[derive(clap::Args)]
 struct SyncArgs {
     /// The task's thread (default: the task of the worktree grove runs in).
+    #[arg(add = super::complete::threads())]
     thread: Option<String>,
 
     /// Print {threadId, added, problems} as JSON.

@@ -13,6 +13,7 @@ use super::Output;
 #[derive(clap::Args)]
 pub struct Args {
     /// Thread id or a unique prefix of it.
+    #[arg(add = super::complete::threads())]
     thread: String,
 
     /// What was accomplished (replaces the previous summary).

@@ -16,6 +16,7 @@ use super::Output;
 #[derive(clap::Args)]
 pub struct Args {
     /// Thread id or a unique prefix of it.
+    #[arg(add = super::complete::threads())]
     thread: String,
 
     /// Also delete the threads whose mainThreadID is this one (subagents).

@@ -17,6 +17,7 @@ use super::Output;
 #[derive(clap::Args)]
 pub struct Args {
     /// Thread id or a unique prefix of it.
+    #[arg(add = super::complete::threads())]
     thread: String,
 
     /// md, html, jsonl; claude or codex (the agent's session format).

@@ -17,6 +17,7 @@ use super::{Output, progress::Reporter};
 #[derive(clap::Args)]
 pub struct Args {
     /// Thread id or a unique prefix of it.
+    #[arg(add = super::complete::threads())]
     thread: String,
 
     /// Copy messages 0..=N only (default: all).

@@ -14,6 +14,7 @@ use super::fork::ChildArgs;
 #[derive(clap::Args)]
 pub struct Args {
     /// Thread id or a unique prefix of it.
+    #[arg(add = super::complete::threads())]
     thread: String,
 
     /// What the next context needs to know: the new thread's first message.

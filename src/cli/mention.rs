@@ -11,9 +11,11 @@ use super::Output;
 #[derive(clap::Args)]
 pub struct Args {
     /// The thread that refers to the other (id or unique prefix).
+    #[arg(add = super::complete::threads())]
     thread: String,
 
     /// The thread referred to (id or unique prefix).
+    #[arg(add = super::complete::threads())]
     other: String,
 
     /// A note stored with the relationship.

@@ -5,6 +5,8 @@ mod append;
 mod archive;
 mod capture;
 mod checkpoint;
+mod complete;
+mod completions;
 mod delete;
 mod env;
 mod export;
@@ -15,6 +17,7 @@ mod import;
 mod init;
 mod launch;
 mod list;
+mod man;
 mod mention;
 mod new;
 mod output;
@@ -96,6 +99,8 @@ enum Command {
     Capture(capture::Args),
     Resume(resume::Args),
     Env(env::Args),
+    Completions(completions::Args),
+    Man(man::Args),
 }
 
 /// A mistake in how grove was called, reported with exit code 2.
@@ -103,7 +108,17 @@ enum Command {
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+/// grove's command-line definition (for completions and manual pages).
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
 pub fn main() -> ExitCode {
+    // A completion request from the shell code of `grove completions`:
+    // answered, and grove exits.
+    clap_complete::CompleteEnv::with_factory(command)
+        .var(completions::VAR)
+        .complete();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -158,6 +173,8 @@ fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Capture(args) => capture::run(args, &cwd, out),
         Command::Resume(args) => resume::run(args, &cwd, out),
         Command::Env(args) => env::run(args, &cwd, out),
+        Command::Completions(args) => completions::run(args, &cwd, out),
+        Command::Man(args) => man::run(args, &cwd, out),
     }
 }
 

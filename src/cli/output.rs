@@ -100,6 +100,14 @@ impl Output {
         Ok(())
     }
 
+    /// Writes grove's own bytes (a script, a manual page) to stdout as they are.
+    pub fn raw(&self, bytes: &[u8]) -> anyhow::Result<()> {
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(bytes)?;
+        stdout.flush()?;
+        Ok(())
+    }
+
     /// Prints a line of data on stdout (escaped on a terminal: it may hold
     /// a title or a path from a repository).
     pub fn line(&self, text: &str) -> anyhow::Result<()> {

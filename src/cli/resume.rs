@@ -21,6 +21,7 @@ use super::{Output, launch::LaunchArgs, progress::Reporter};
 #[derive(clap::Args)]
 pub struct Args {
     /// Thread id or a unique prefix of it.
+    #[arg(add = super::complete::threads())]
     thread: String,
 
     /// claude-code or codex (default: the thread's agent when it is one of

@@ -16,6 +16,7 @@ use super::Output;
 #[derive(clap::Args)]
 pub struct Args {
     /// Thread id or a unique prefix of it.
+    #[arg(add = super::complete::threads())]
     thread: String,
 
     /// Remove even with uncommitted or unsaved work (commits only this

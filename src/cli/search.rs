@@ -35,6 +35,7 @@ pub struct Args {
 
     /// Only this thread (id or unique prefix).
     #[arg(long, value_name = "THREAD")]
+    #[arg(add = super::complete::threads())]
     thread: Option<String>,
 
     /// Also other repositories' cached threads.

@@ -18,6 +18,7 @@ use super::output::{Style, human_time};
 #[derive(clap::Args)]
 pub struct Args {
     /// Thread id or a unique prefix of it.
+    #[arg(add = super::complete::threads())]
     thread: String,
 
     /// Show the agent's thinking (dimmed); hidden by default.

@@ -32,6 +32,7 @@ mod relations;
 mod remove;
 mod robust;
 mod search;
+mod shell;
 mod teardown;
 mod validate;
 mod worktree;

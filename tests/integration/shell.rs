@@ -1,0 +1,130 @@
+//! At home in the shell: completions for bash, zsh and fish (subcommands,
+//! flags, thread ids with titles), manual pages. The shells are the real
+//! ones, run non-interactively.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::*;
+
+/// The shell `name`, or `None` (a notice; CI sets GROVE_REQUIRE_SHELLS).
+fn shell(name: &str) -> Option<String> {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {name}")])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    if found.is_none() {
+        assert!(
+            std::env::var_os("GROVE_REQUIRE_SHELLS").is_none(),
+            "{name} is required here (GROVE_REQUIRE_SHELLS)"
+        );
+        eprintln!("skipped: {name} is not installed");
+    }
+    found
+}
+
+/// Runs `script` in shell `sh` in `dir`, with grove first on PATH as `grove`.
+fn in_shell(sb: &Sandbox, sh: &str, dir: &Path, script: &str) -> String {
+    let bin = sb.path().join("grove-bin");
+    if !bin.join("grove").exists() {
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink(GROVE, bin.join("grove")).unwrap();
+    }
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let mut cmd = Command::new(sh);
+    sb.env(&mut cmd);
+    let out = cmd
+        .args(["-c", script])
+        .env("PATH", path)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{sh} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn completions_offer_subcommands_flags_and_thread_ids_in_bash_zsh_and_fish() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let task = new_task(&sb, &repo, &["Fix the login bug"]);
+    let id = task["threadId"].as_str().unwrap().to_string();
+
+    if let Some(bash) = shell("bash") {
+        let complete = |words: &str| {
+            in_shell(
+                &sb,
+                &bash,
+                &repo,
+                &format!(
+                    r#"source <(grove completions bash)
+COMP_WORDS=({words}); COMP_CWORD=$(( ${{#COMP_WORDS[@]}} - 1 ))
+COMP_LINE="{words}"; COMP_POINT=${{#COMP_LINE}}; COMP_TYPE=9
+_clap_complete_grove grove "${{COMP_WORDS[COMP_CWORD]}}" "${{COMP_WORDS[COMP_CWORD-1]}}"
+printf '%s\n' "${{COMPREPLY[@]}}""#
+                ),
+            )
+        };
+        let subs = complete("grove sh");
+        assert!(subs.lines().any(|l| l.trim() == "show"), "{subs}");
+        let ids = complete(&format!("grove show {}", &id[..4]));
+        assert!(ids.lines().any(|l| l.trim() == id), "{ids}");
+        let flags = complete("grove rm --re");
+        assert!(flags.lines().any(|l| l.trim() == "--reap"), "{flags}");
+    }
+    if let Some(fish) = shell("fish") {
+        let out = in_shell(
+            &sb,
+            &fish,
+            &repo,
+            &format!(
+                "grove completions fish | source; complete -C 'grove show {}'",
+                &id[..4]
+            ),
+        );
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with(&id) && l.contains("Fix the login bug")),
+            "the id with its title: {out}"
+        );
+    }
+    if let Some(zsh) = shell("zsh") {
+        let out = in_shell(
+            &sb,
+            &zsh,
+            &repo,
+            "autoload -U compinit && compinit -u && source <(grove completions zsh) && print -r -- ${_comps[grove]}",
+        );
+        assert!(
+            !out.trim().is_empty(),
+            "zsh registered a completion function"
+        );
+    }
+}
+
+#[test]
+fn manual_pages_come_from_the_same_definitions() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let page = ok(sb.grove(&repo).args(["man"]));
+    assert!(
+        page.starts_with(".ie") || page.contains(".TH grove 1"),
+        "{}",
+        &page[..200.min(page.len())]
+    );
+    let dir = sb.path().join("man1");
+    ok(sb.grove(&repo).args(["man", "--dir"]).arg(&dir));
+    let new = std::fs::read_to_string(dir.join("grove-new.1")).unwrap();
+    assert!(
+        new.contains("\\-\\-launch") || new.contains("--launch"),
+        "{new}"
+    );
+    assert!(dir.join("grove-resume.1").is_file());
+}

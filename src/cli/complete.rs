@@ -29,7 +29,7 @@ fn thread_candidates(current: &OsStr) -> Vec<CompletionCandidate> {
     let Ok(found) = grove::discovery::discover(&project, options) else {
         return Vec::new();
     };
-    let candidates = found
+    found
         .threads
         .iter()
         .filter(|f| f.meta.thread_id.starts_with(prefix))
@@ -37,6 +37,5 @@ fn thread_candidates(current: &OsStr) -> Vec<CompletionCandidate> {
             let title = super::output::escape_line(&f.meta.title).to_string();
             CompletionCandidate::new(f.meta.thread_id.clone()).help(Some(title.into()))
         })
-        .collect();
-    candidates
+        .collect()
 }

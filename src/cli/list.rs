@@ -309,7 +309,7 @@ fn catch_up(threads: &mut [Found]) -> Vec<String> {
 }
 
 /// How long ago `since` was, in one unit: `42s`, `5m`, `3h`, `2d`.
-fn age(since: &str) -> String {
+pub(super) fn age(since: &str) -> String {
     let Ok(t) = since.parse::<jiff::Timestamp>() else {
         return "?".into();
     };

@@ -27,7 +27,9 @@ mod repair;
 mod resume;
 mod rm;
 mod search;
+mod shell_init;
 mod show;
+mod switch;
 mod tree;
 mod trust;
 mod validate;
@@ -101,6 +103,8 @@ enum Command {
     Env(env::Args),
     Completions(completions::Args),
     Man(man::Args),
+    Switch(switch::Args),
+    ShellInit(shell_init::Args),
 }
 
 /// A mistake in how grove was called, reported with exit code 2.
@@ -175,6 +179,8 @@ fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Env(args) => env::run(args, &cwd, out),
         Command::Completions(args) => completions::run(args, &cwd, out),
         Command::Man(args) => man::run(args, &cwd, out),
+        Command::Switch(args) => switch::run(args, &cwd, out),
+        Command::ShellInit(args) => shell_init::run(args, &cwd, out),
     }
 }
 

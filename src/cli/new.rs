@@ -171,6 +171,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let created = worktree::create(&project, &task, &reporter, &ask_trust)?;
     drop(reporter);
     let failed = report_created(&created, out);
+    super::shell_init::cd_to(&created.worktree);
     if let Some(code) = interrupted_exit(&created, out) {
         if args.json {
             out.json(&created_json(&created))?;
@@ -367,6 +368,7 @@ fn new_in(
             root.display()
         ));
         out.line(&root.display().to_string())?;
+        super::shell_init::cd_to(&root);
     }
     Ok((thread, root))
 }

@@ -29,7 +29,13 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         );
     };
     if !path.is_dir() {
-        out.warn(&format!("the worktree {} no longer exists", path.display()));
+        anyhow::bail!(
+            "the worktree {} of thread {} is gone ({}); `grove switch {}` makes it again",
+            path.display(),
+            found.meta.thread_id,
+            found.status.as_str(),
+            found.meta.thread_id
+        );
     }
     if args.json {
         out.json(&serde_json::json!({
@@ -39,6 +45,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         }))?;
     } else {
         out.line(&path.display().to_string())?;
+        super::shell_init::cd_to(path);
     }
     Ok(super::exit::SUCCESS)
 }

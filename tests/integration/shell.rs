@@ -128,3 +128,95 @@ fn manual_pages_come_from_the_same_definitions() {
     );
     assert!(dir.join("grove-resume.1").is_file());
 }
+
+#[test]
+fn shell_init_leaves_bash_zsh_and_fish_in_the_worktree_and_switch_revives_a_removed_task() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    for (sh, init) in [
+        ("bash", "eval \"$(grove shell-init bash)\""),
+        ("zsh", "eval \"$(grove shell-init zsh)\""),
+        ("fish", "grove shell-init fish | source"),
+    ] {
+        let Some(path) = shell(sh) else { continue };
+        let out = in_shell(
+            &sb,
+            &path,
+            &repo,
+            &format!("{init}; grove new 'task in {sh}' >/dev/null; pwd; grep -c . README.md"),
+        );
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(
+            lines[0].contains("/thread-"),
+            "{sh} is in the new worktree: {out}"
+        );
+        assert_eq!(lines[1], "1", "{sh}: the worktree's README");
+        let id = list_rows(&sb, &repo)
+            .into_iter()
+            .find(|r| r["title"] == format!("task in {sh}"))
+            .unwrap()["threadId"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        // `path` and `switch` too; a failing command leaves it where it was.
+        let out = in_shell(
+            &sb,
+            &path,
+            &sb.path(),
+            &format!(
+                "{init}; grove path {id} >/dev/null; pwd; cd {}; grove path nosuchthread 2>/dev/null; pwd",
+                sb.path().display()
+            ),
+        );
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(lines[0].contains("/thread-"), "{sh}: {out}");
+        assert_eq!(Path::new(lines[1]), sb.path(), "{sh}: {out}");
+    }
+
+    // switch makes a removed task's worktree again, its thread restored.
+    let task = new_task(&sb, &repo, &["removed", "--prompt", "keep me"]);
+    let id = task["threadId"].as_str().unwrap();
+    let wt = std::path::PathBuf::from(task["worktreePath"].as_str().unwrap());
+    ok(sb.grove(&repo).args(["rm", id, "--keep-branch"]));
+    let err = fails_with(sb.grove(&repo).args(["path", id]), 1);
+    assert!(err.contains(&format!("grove switch {id}")), "{err}");
+    let out = json(&ok(sb.grove(&repo).args(["switch", id, "--json"])));
+    assert_eq!(out["revived"], true);
+    assert_eq!(Path::new(out["worktreePath"].as_str().unwrap()), wt);
+    let messages = message_lines(&wt.join(".agent/threads").join(id));
+    assert_eq!(messages[0]["content"][0]["text"], "keep me");
+    // Without THREAD off a terminal: a usage error.
+    fails_with(sb.grove(&repo).args(["switch"]), 2);
+}
+
+#[test]
+fn switch_without_a_thread_on_a_terminal_picks_from_a_fuzzy_list() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    new_task(&sb, &repo, &["Refactor the parser"]);
+    let wanted = new_task(&sb, &repo, &["Fix the login bug"]);
+    // A real terminal: script(1) gives grove a pty; typing narrows the list.
+    let mut cmd = Command::new("script");
+    sb.env(&mut cmd);
+    let mut child = cmd
+        .args(["-qfec", &format!("{GROVE} switch"), "/dev/null"])
+        .current_dir(&repo)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    use std::io::Write;
+    stdin.write_all(b"login\r").unwrap();
+    stdin.flush().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    let wt = wanted["worktreePath"].as_str().unwrap();
+    assert!(shown.contains(wt), "the picked task's path: {shown:?}");
+    assert!(
+        shown.contains("Refactor the parser"),
+        "both listed: {shown:?}"
+    );
+}

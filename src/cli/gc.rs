@@ -180,20 +180,27 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         }
         return Ok(exit_code(&errors));
     }
-    for c in &candidates {
+    let ids: Vec<&str> = candidates.iter().map(|c| c.thread_id.as_str()).collect();
+    let ids = super::table::unique_prefixes(&ids);
+    let width = super::table::width();
+    for (c, id) in candidates.iter().zip(&ids) {
         let action = match (&c.skip, apply) {
             (Some(why), _) => format!("skip ({why})"),
             (None, true) => "removed".to_string(),
             (None, false) => "would remove".to_string(),
         };
-        out.line(&format!(
+        let line = format!(
             "{}  {}  [{}]  {}  {}",
-            s.text(super::output::short_id(&c.thread_id)),
+            s.text(id),
             s.text(c.worktree_path.as_deref().unwrap_or("-")),
             c.reasons.join(", "),
             s.text(&action),
             s.text(&c.title)
-        ))?;
+        );
+        out.line(&match width {
+            Some(w) => super::table::fit(&line, w),
+            None => line,
+        })?;
     }
     if !apply {
         out.status("grove: dry run; pass --yes to remove");

@@ -10,7 +10,6 @@ use grove::project::Project;
 use serde_json::json;
 
 use super::Output;
-use super::output::human_time;
 
 /// List threads, newest first: the project's own, those of every worktree of
 /// the repository, and cached ones whose worktree was removed.
@@ -205,24 +204,34 @@ fn render(
         let s = out.style();
         // The agent column only when some task has an agent state.
         let any_state = threads.iter().any(|f| state::current(&f.meta).is_some());
-        for f in &threads {
-            let id = super::output::short_id(&f.meta.thread_id);
+        let ids: Vec<&str> = threads.iter().map(|f| f.meta.thread_id.as_str()).collect();
+        let ids = super::table::unique_prefixes(&ids);
+        // A longer id (one that is the start of another's) pushes its row.
+        let id_cols = ids
+            .iter()
+            .map(|i| super::table::display_width(i))
+            .max()
+            .unwrap_or(8)
+            .min(ID_COLS);
+        let branch_cols = threads
+            .iter()
+            .map(|f| super::table::display_width(f.branch.as_deref().unwrap_or("-")))
+            .max()
+            .unwrap_or(1)
+            .min(BRANCH_COLS);
+        let width = super::table::width();
+        // A narrow terminal narrows the branch column before the title's.
+        let fixed = id_cols + 2 + 7 + 2 + if any_state { 14 } else { 0 } + 4 + 2 + 10 + 2;
+        let branch_cols = match width {
+            Some(w) => branch_cols.min((w.saturating_sub(fixed) / 3).max(8)),
+            None => branch_cols,
+        };
+        for (f, id) in threads.iter().zip(&ids) {
             let status = match f.status.as_str() {
                 st @ ("dirty" | "missing") => s.yellow(&format!("{st:<7}")),
                 st @ "merged" => s.green(&format!("{st:<7}")),
                 st @ "removed" => s.dim(&format!("{st:<7}")),
                 st => format!("{st:<7}"),
-            };
-            let tags: String = f
-                .meta
-                .tags()
-                .iter()
-                .map(|t| format!(" #{}", s.text(t)))
-                .collect();
-            let archived = if f.meta.is_archived() {
-                " (archived)"
-            } else {
-                ""
             };
             let agent = match state::current(&f.meta) {
                 Some(st) => {
@@ -236,18 +245,56 @@ fn render(
                 None if any_state => " ".repeat(14),
                 None => String::new(),
             };
+            // How long ago, as the agent column says it: narrow and plain.
+            let time = format!("{:>4}", age(&f.meta.updated_at));
+            let branch =
+                super::table::fit(&s.text(f.branch.as_deref().unwrap_or("-")), branch_cols);
+            // What the row holds before the title, as it shows.
+            // An id too long for its column (a subagent's) is cut, not
+            // pushed: it is reached through its session's thread.
+            let shown_id = super::table::fit(id, id_cols);
+            let before = id_cols
+                + 2
+                + 7
+                + 2
+                + if agent.is_empty() { 0 } else { 14 }
+                + super::table::display_width(&time)
+                + 2
+                + 10
+                + 2
+                + branch_cols
+                + 2;
+            let mut marks = String::new();
+            if f.meta.is_archived() {
+                marks.push_str(" (archived)");
+            }
+            if f.locked.is_some() {
+                marks.push_str(" (locked)");
+            }
+            let tags: String = f
+                .meta
+                .tags()
+                .iter()
+                .map(|t| format!(" #{}", s.text(t)))
+                .collect();
+            let rest = width.map(|w| w.saturating_sub(before).max(12));
+            let title = s.text(&f.meta.title);
+            let (title, tags, marks) = match rest {
+                Some(room) => fit_title(&title, &tags, &marks, room),
+                None => (title.to_string(), tags, marks),
+            };
             writeln!(
                 w,
-                "{}  {}  {}{}  {:>5} msgs  {:<20}  {}{}{}",
-                s.yellow(&format!("{:<8}", s.text(id))),
+                "{}  {}  {}{}  {:>5} msgs  {}  {}{}{}",
+                s.yellow(&super::table::pad(&s.text(&shown_id), id_cols)),
                 status,
                 agent,
-                s.dim(&s.text(&human_time(&f.meta.updated_at))),
+                s.dim(&s.text(&time)),
                 f.meta.stats.message_count,
-                s.text(f.branch.as_deref().unwrap_or("-")),
-                s.text(&f.meta.title),
+                super::table::pad(&branch, branch_cols),
+                title,
                 s.cyan(&tags),
-                s.dim(archived)
+                s.dim(&marks)
             )?;
             if let Some(summary) = &f.meta.conversation_summary {
                 let line = summary.lines().next().unwrap_or("");
@@ -306,6 +353,30 @@ fn catch_up(threads: &mut [Found]) -> Vec<String> {
         }
     }
     warnings
+}
+
+/// The id column's widest.
+const ID_COLS: usize = 16;
+
+/// The branch column's widest.
+const BRANCH_COLS: usize = 28;
+
+/// The title, tags and marks in `room` columns: the marks kept, then the
+/// tags, the title cut first.
+fn fit_title(title: &str, tags: &str, marks: &str, room: usize) -> (String, String, String) {
+    use super::table::{display_width, fit};
+    let marks_w = display_width(marks);
+    let tags_w = display_width(tags);
+    if display_width(title) + tags_w + marks_w <= room {
+        return (title.to_string(), tags.to_string(), marks.to_string());
+    }
+    let tags = if tags_w + marks_w + 8 <= room {
+        tags.to_string()
+    } else {
+        String::new()
+    };
+    let left = room.saturating_sub(display_width(&tags) + marks_w).max(1);
+    (fit(title, left), tags, marks.to_string())
 }
 
 /// How long ago `since` was, in one unit: `42s`, `5m`, `3h`, `2d`.

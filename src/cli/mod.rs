@@ -30,6 +30,7 @@ mod search;
 mod shell_init;
 mod show;
 mod switch;
+mod table;
 mod tree;
 mod trust;
 mod validate;

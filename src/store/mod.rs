@@ -494,6 +494,14 @@ pub fn resolve_prefix<'a>(
             matches.push(id);
         }
     }
+    // A prefix of a thread and of the threads whose ids extend its own
+    // (a session's subagents: `claude-<session>-agent-…`) names the thread.
+    if let Some(root) = matches
+        .iter()
+        .find(|m| matches.iter().all(|o| o.starts_with(**m)))
+    {
+        return Ok(Some(root));
+    }
     match matches.len() {
         0 => Ok(None),
         1 => Ok(Some(matches[0])),

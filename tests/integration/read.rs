@@ -300,3 +300,62 @@ fn parent_thread_id_is_read_as_the_fork_origin() {
         "kept as written"
     );
 }
+
+/// Rows fit the width (COLUMNS pins it), titles cut with `…`, never
+/// wrapped; imported threads' ids are their shortest unique prefix, which
+/// names the thread again.
+#[test]
+fn list_rows_fit_the_width_and_show_pasteable_ids() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    new_task(
+        &sb,
+        &repo,
+        &["A rather long title that goes on and on about the login bug and more"],
+    );
+    let src = fixtures().join("claude/project");
+    ok(sb.grove(&repo).args(["import", "claude"]).arg(&src));
+    let table = ok(sb
+        .grove(&repo)
+        .args(["list", "--archived"])
+        .env("COLUMNS", "72"));
+    for line in table.lines() {
+        assert!(
+            unicode_width_of(line) <= 72,
+            "{line:?} is {} wide",
+            unicode_width_of(line)
+        );
+    }
+    assert!(table.contains('…'), "{table}");
+    let mut pasted = 0;
+    for line in table.lines().filter(|l| l.starts_with("claude-")) {
+        let id = line.split_whitespace().next().unwrap();
+        // A subagent's id, cut: it is reached through its session's thread.
+        if id.ends_with('…') {
+            continue;
+        }
+        assert!(
+            id.len() < "claude-fe5e1c67-53e7-4862-81ae-d0e013e3270b".len(),
+            "{line}"
+        );
+        let shown = json(&ok(sb.grove(&repo).args(["show", id, "--json"])));
+        assert!(
+            shown["thread"]["threadId"]
+                .as_str()
+                .unwrap()
+                .starts_with(id)
+        );
+        pasted += 1;
+    }
+    assert!(pasted >= 3, "{table}");
+    // Piped without COLUMNS, nothing is cut.
+    let full = ok(sb.grove(&repo).args(["list"]));
+    assert!(
+        full.contains("goes on and on about the login bug and more"),
+        "{full}"
+    );
+}
+
+fn unicode_width_of(s: &str) -> usize {
+    s.chars().count()
+}

@@ -33,6 +33,21 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status, in the order `list` explains them.
+    pub const ALL: [Status; 6] = [
+        Status::Local,
+        Status::Live,
+        Status::Dirty,
+        Status::Merged,
+        Status::Missing,
+        Status::Removed,
+    ];
+
+    /// The status named `s` (`dirty`).
+    pub fn parse(s: &str) -> Option<Status> {
+        Status::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+
     /// The status as printed.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -202,6 +217,33 @@ pub fn discover(project: &Project, options: Options) -> Result<Discovered> {
             .collect();
         let (all, errors) = cache::load(others);
         out.errors.extend(errors);
+        // Repositories still there answer for their own tasks, with real
+        // statuses; the cache, for what is gone.
+        let roots: std::collections::BTreeSet<PathBuf> = all
+            .iter()
+            .map(|c| PathBuf::from(&c.record.repo_root))
+            .filter(|r| *r != main_root && r.is_dir())
+            .collect();
+        for root in roots {
+            let Ok(other) = Project::discover(&root) else {
+                continue;
+            };
+            if other.main_root == main_root {
+                continue;
+            }
+            let options = Options {
+                all_repos: false,
+                ..options
+            };
+            if let Ok(found) = discover(&other, options) {
+                out.errors.extend(found.errors);
+                for f in found.threads {
+                    if seen.insert(f.thread.id().to_string()) {
+                        out.threads.push(f);
+                    }
+                }
+            }
+        }
         for c in all {
             if Path::new(&c.record.repo_root) != main_root && seen.insert(c.thread.id().to_string())
             {
@@ -476,17 +518,37 @@ pub fn integration(
 }
 
 fn sort_newest_first(threads: &mut [Found]) {
-    let key = |f: &Found| -> (Option<jiff::Timestamp>, Option<jiff::Timestamp>) {
+    threads.sort_by_cached_key(|f| {
         (
-            f.meta.updated_at.parse().ok(),
-            f.meta.created_at.parse().ok(),
+            std::cmp::Reverse(last_activity(f)),
+            f.meta.thread_id.clone(),
         )
-    };
-    threads.sort_by(|a, b| {
-        key(b)
-            .cmp(&key(a))
-            .then_with(|| a.meta.thread_id.cmp(&b.meta.thread_id))
     });
+}
+
+/// When a thread last saw activity: its `updatedAt`, its last checkpoint,
+/// or grove's last write of it (`thread.json`'s time) — so a fresh fork or
+/// an import of an old session is not listed below older tasks. `updatedAt`
+/// itself keeps the spec's meaning.
+pub fn last_activity(f: &Found) -> Option<jiff::Timestamp> {
+    let written = std::fs::symlink_metadata(f.thread.meta_path())
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| jiff::Timestamp::try_from(t).ok());
+    let checkpoint = f
+        .meta
+        .git
+        .as_ref()
+        .and_then(|g| g.checkpointed_at.as_deref()?.parse().ok());
+    [
+        f.meta.updated_at.parse().ok(),
+        f.meta.created_at.parse().ok(),
+        checkpoint,
+        written,
+    ]
+    .into_iter()
+    .flatten()
+    .max()
 }
 
 /// Finds the thread named by `query` (an id or unique prefix) anywhere in

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::Path;
 
 use grove::capture::state::{self, AgentState};
-use grove::discovery::{self, Found, Options};
+use grove::discovery::{self, Found, Options, Status};
 use grove::graph::Graph;
 use grove::project::Project;
 use serde_json::json;
@@ -42,6 +42,24 @@ pub struct Args {
     #[arg(long = "state", value_name = "STATE", value_parser = parse_state)]
     states: Vec<AgentState>,
 
+    /// Only threads with status STATUS (local, live, dirty, merged, missing,
+    /// removed); repeat for several.
+    #[arg(long = "status", value_name = "STATUS", value_parser = parse_status)]
+    statuses: Vec<Status>,
+
+    /// Only threads of agent AGENT (its id: claude-code, codex…).
+    #[arg(long, value_name = "AGENT")]
+    agent: Option<String>,
+
+    /// Show at most N threads (after filtering and sorting).
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+
+    /// Order: updated (the latest activity first: messages, checkpoints,
+    /// creation, import), created (newest first) or title.
+    #[arg(long, value_enum, default_value = "updated")]
+    sort: SortKey,
+
     /// Redraw the table whenever it changes, until interrupted (JSON: one
     /// array per line).
     #[arg(long, conflicts_with = "tree")]
@@ -50,6 +68,18 @@ pub struct Args {
     /// Print a JSON array of threads.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum SortKey {
+    Updated,
+    Created,
+    Title,
+}
+
+fn parse_status(s: &str) -> Result<Status, String> {
+    Status::parse(s)
+        .ok_or_else(|| format!("{s:?}: one of local, live, dirty, merged, missing, removed"))
 }
 
 fn parse_state(s: &str) -> Result<AgentState, String> {
@@ -132,7 +162,20 @@ fn render(
             }
             && (args.states.is_empty()
                 || state::current(&f.meta).is_some_and(|s| args.states.contains(&s.state)))
+            && (args.statuses.is_empty() || args.statuses.contains(&f.status))
+            && args.agent.as_ref().is_none_or(|a| *a == f.meta.agent.id)
     });
+    match args.sort {
+        // Discovery lists by the latest activity already.
+        SortKey::Updated => {}
+        SortKey::Created => threads.sort_by_cached_key(|f| {
+            std::cmp::Reverse(f.meta.created_at.parse::<jiff::Timestamp>().ok())
+        }),
+        SortKey::Title => threads.sort_by_cached_key(|f| f.meta.title.to_lowercase()),
+    }
+    if let Some(n) = args.limit {
+        threads.truncate(n);
+    }
     let mut w: Vec<u8> = Vec::new();
     if args.tree {
         // The whole graph, so a hidden thread in the middle of a family is
@@ -220,8 +263,27 @@ fn render(
             .unwrap_or(1)
             .min(BRANCH_COLS);
         let width = super::table::width();
+        // With --all, which repository each row is of.
+        let repo_of = |f: &Found| {
+            f.repo_root
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        };
+        let repo_cols = if args.all {
+            threads
+                .iter()
+                .map(|f| super::table::display_width(&repo_of(f)))
+                .max()
+                .unwrap_or(0)
+                .min(REPO_COLS)
+                + 2
+        } else {
+            0
+        };
         // A narrow terminal narrows the branch column before the title's.
-        let fixed = id_cols + 2 + 7 + 2 + if any_state { 14 } else { 0 } + 4 + 2 + 10 + 2;
+        let fixed =
+            id_cols + 2 + repo_cols + 7 + 2 + if any_state { 14 } else { 0 } + 4 + 2 + 10 + 2;
         let branch_cols = match width {
             Some(w) => branch_cols.min((w.saturating_sub(fixed) / 3).max(8)),
             None => branch_cols,
@@ -253,8 +315,17 @@ fn render(
             // An id too long for its column (a subagent's) is cut, not
             // pushed: it is reached through its session's thread.
             let shown_id = super::table::fit(id, id_cols);
+            let repo = if args.all {
+                super::table::pad(
+                    &super::table::fit(&s.text(&repo_of(f)), repo_cols - 2),
+                    repo_cols,
+                )
+            } else {
+                String::new()
+            };
             let before = id_cols
                 + 2
+                + repo_cols
                 + 7
                 + 2
                 + if agent.is_empty() { 0 } else { 14 }
@@ -285,8 +356,9 @@ fn render(
             };
             writeln!(
                 w,
-                "{}  {}  {}{}  {:>5} msgs  {}  {}{}{}",
+                "{}  {}{}  {}{}  {:>5} msgs  {}  {}{}{}",
                 s.yellow(&super::table::pad(&s.text(&shown_id), id_cols)),
+                s.cyan(&repo),
                 status,
                 agent,
                 s.dim(&s.text(&time)),
@@ -354,6 +426,9 @@ fn catch_up(threads: &mut [Found]) -> Vec<String> {
     }
     warnings
 }
+
+/// The repository column's widest (`--all`).
+const REPO_COLS: usize = 16;
 
 /// The id column's widest.
 const ID_COLS: usize = 16;

@@ -359,3 +359,86 @@ fn list_rows_fit_the_width_and_show_pasteable_ids() {
 fn unicode_width_of(s: &str) -> usize {
     s.chars().count()
 }
+
+#[test]
+fn list_filters_sorts_by_activity_and_all_shows_other_repositories_real_status() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let other = sb.repo("lib");
+    let a = new_task(&sb, &repo, &["Alpha", "--agent", "codex"]);
+    let b = new_task(&sb, &repo, &["beta", "--agent", "claude-code"]);
+    std::fs::write(
+        std::path::Path::new(b["worktreePath"].as_str().unwrap()).join("wip.txt"),
+        "x",
+    )
+    .unwrap();
+    let elsewhere = new_task(&sb, &other, &["In the other repository"]);
+    // An old session imported now: listed first, its updatedAt kept.
+    let imported = run(sb
+        .grove(&repo)
+        .args(["import", "claude"])
+        .arg(fixtures().join("claude/branching")));
+    assert!(matches!(imported.status.code(), Some(0 | 4)));
+    let rows = list_rows(&sb, &repo);
+    assert!(
+        rows[0]["threadId"].as_str().unwrap().starts_with("claude-"),
+        "{rows:?}"
+    );
+    let updated = rows[0]["updatedAt"].as_str().unwrap();
+    assert!(
+        updated < a_created(&a).as_str(),
+        "the session's own time: {updated}"
+    );
+
+    let ids = |args: &[&str]| -> Vec<String> {
+        json(&ok(sb.grove(&repo).args(["list", "--json"]).args(args)))
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["threadId"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        ids(&["--status", "dirty"]),
+        [b["threadId"].as_str().unwrap()]
+    );
+    assert_eq!(
+        ids(&["--agent", "codex"]),
+        [a["threadId"].as_str().unwrap()]
+    );
+    assert_eq!(
+        ids(&["--status", "live", "--status", "dirty", "--sort", "title"]).len(),
+        2
+    );
+    assert_eq!(
+        ids(&["--status", "live", "--status", "dirty", "--sort", "title"])[0],
+        a["threadId"].as_str().unwrap(),
+        "Alpha before beta, case aside"
+    );
+    assert_eq!(ids(&["--limit", "1"]).len(), 1);
+    fails_with(sb.grove(&repo).args(["list", "--status", "stale"]), 2);
+
+    // --all: the other repository's task with its real status, and a column.
+    let all = json(&ok(sb.grove(&repo).args(["list", "--all", "--json"])));
+    let row = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["threadId"] == elsewhere["threadId"])
+        .unwrap();
+    assert_eq!(row["status"], "live", "{row}");
+    let table = ok(sb
+        .grove(&repo)
+        .args(["list", "--all"])
+        .env("COLUMNS", "120"));
+    let line = table.lines().find(|l| l.contains("In the other")).unwrap();
+    assert!(line.contains(" lib "), "{line}");
+}
+
+fn a_created(task: &serde_json::Value) -> String {
+    let dir = std::path::PathBuf::from(task["threadDir"].as_str().unwrap());
+    read_json(&dir.join("thread.json"))["createdAt"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}

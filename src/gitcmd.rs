@@ -10,6 +10,34 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
+/// `-v`: each git command is printed on stderr before it runs.
+static VERBOSE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Turns the printing of git commands (`grove -v`) on or off.
+pub fn set_verbose(on: bool) {
+    VERBOSE.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn trace(dir: &Path, args: &[&str]) {
+    if VERBOSE.load(std::sync::atomic::Ordering::Relaxed) {
+        let words: Vec<String> = args.iter().map(|a| quote(a)).collect();
+        eprintln!("grove: run git {} (in {})", words.join(" "), dir.display());
+    }
+}
+
+/// A word as a shell would need it to read it back.
+fn quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@+,%".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''").escape_debug())
+    }
+}
+
 const SCRUBBED: &[&str] = &[
     "GIT_DIR",
     "GIT_WORK_TREE",
@@ -55,6 +83,7 @@ impl Git {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> Result<GitOutput> {
+        trace(dir, args);
         let mut expr = duct::cmd(&self.program, args)
             .dir(dir)
             .stdin_null()
@@ -89,6 +118,7 @@ impl Git {
         input: Option<&[u8]>,
         read_only: bool,
     ) -> Result<Vec<u8>> {
+        trace(dir, args);
         let mut expr = duct::cmd(&self.program, args)
             .dir(dir)
             .stdout_capture()

@@ -81,7 +81,7 @@ pub fn make(
 ) -> anyhow::Result<u8> {
     let project = Project::discover(cwd)?;
     let parent = super::resolve(out, &project, query)?;
-    let reporter = Reporter::new(false);
+    let reporter = Reporter::new(out.is_quiet());
     let derived = fork::derive(
         &project,
         &parent,

@@ -66,6 +66,14 @@ struct Cli {
     #[arg(short = 'C', global = true, value_name = "DIR")]
     directory: Option<PathBuf>,
 
+    /// Print errors only (no progress, status lines or warnings).
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+
+    /// Also print each git command grove runs, on stderr.
+    #[arg(short, long, global = true)]
+    verbose: bool,
+
     /// When to colour output: auto (terminal and no NO_COLOR), always, never.
     #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
     color: output::ColorChoice,
@@ -136,7 +144,8 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    let out = Output::new(cli.color);
+    let out = Output::new(cli.color).quiet(cli.quiet);
+    grove::gitcmd::set_verbose(cli.verbose);
     let result = run(cli, &out);
     // Every step done: this run's intent journal goes.
     grove::intent::close();

@@ -167,7 +167,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         no_submodules: args.task.no_submodules,
         no_lfs: args.task.no_lfs,
     };
-    let reporter = Reporter::new(false);
+    let reporter = Reporter::new(out.is_quiet());
     let created = worktree::create(&project, &task, &reporter, &ask_trust)?;
     drop(reporter);
     let failed = report_created(&created, out);

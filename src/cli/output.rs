@@ -22,6 +22,8 @@ pub struct Output {
     escape_stdout: bool,
     /// Messages on stderr are escaped (a terminal).
     escape_stderr: bool,
+    /// `-q`: errors only on stderr.
+    quiet: bool,
 }
 
 fn no_color_env() -> bool {
@@ -48,7 +50,19 @@ impl Output {
             color_stderr: stderr,
             escape_stdout: forced || std::io::stdout().is_terminal(),
             escape_stderr: forced || std::io::stderr().is_terminal(),
+            quiet: false,
         }
+    }
+
+    /// `-q`: status lines and warnings are not printed, errors are.
+    pub fn quiet(mut self, quiet: bool) -> Self {
+        self.quiet = quiet;
+        self
+    }
+
+    /// Whether `-q` was given.
+    pub fn is_quiet(&self) -> bool {
+        self.quiet
     }
 
     /// Styles for text written to stdout.
@@ -69,11 +83,17 @@ impl Output {
 
     /// A status line on stderr.
     pub fn status(&self, message: &str) {
+        if self.quiet {
+            return;
+        }
         eprintln!("{}", self.on_stderr(message));
     }
 
     /// A warning on stderr.
     pub fn warn(&self, message: &str) {
+        if self.quiet {
+            return;
+        }
         let label = self.stderr_style().paint("33;1", "warning:");
         eprintln!("{label} {}", self.on_stderr(message));
     }

@@ -1,5 +1,6 @@
 //! Hook progress: an indicatif spinner on a terminal, plain lines otherwise.
 
+use std::cell::Cell;
 use std::io::IsTerminal;
 use std::time::Duration;
 
@@ -12,6 +13,21 @@ pub struct Reporter {
     quiet: bool,
     /// Labels come from the repository's config: escaped on a terminal.
     escape: bool,
+    /// Off a terminal: the last half-minute a "still running" line was
+    /// printed for.
+    reported: Cell<u64>,
+    /// `--no-hooks` was said once.
+    said_no_hooks: Cell<bool>,
+}
+
+/// How often a running hook says so off a terminal (a CI log): 30 s, or
+/// `GROVE_HEARTBEAT_SECS`.
+fn heartbeat() -> u64 {
+    std::env::var("GROVE_HEARTBEAT_SECS")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .filter(|s| *s > 0)
+        .unwrap_or(30)
 }
 
 impl Reporter {
@@ -29,6 +45,8 @@ impl Reporter {
             spinner,
             quiet,
             escape: std::io::stderr().is_terminal(),
+            reported: Cell::new(0),
+            said_no_hooks: Cell::new(false),
         }
     }
 
@@ -43,20 +61,53 @@ impl Reporter {
 
 impl HookReporter for Reporter {
     fn started(&self, label: &str) {
-        if let Some(bar) = &self.spinner {
-            bar.reset_elapsed();
-            bar.set_message(self.safe(label));
-            bar.enable_steady_tick(Duration::from_millis(100));
+        self.reported.set(0);
+        match &self.spinner {
+            Some(bar) => {
+                bar.reset_elapsed();
+                bar.set_message(self.safe(label));
+                bar.enable_steady_tick(Duration::from_millis(100));
+            }
+            // A CI log shows what runs, and that it still does.
+            None if !self.quiet => eprintln!("grove: hook started: {}", self.safe(label)),
+            None => {}
         }
     }
 
-    fn tick(&self, _label: &str, _elapsed: Duration) {}
+    fn tick(&self, label: &str, elapsed: Duration) {
+        if self.spinner.is_some() || self.quiet {
+            return;
+        }
+        let every = heartbeat();
+        let beats = elapsed.as_secs() / every;
+        if beats > self.reported.get() {
+            self.reported.set(beats);
+            eprintln!(
+                "grove: hook still running: {} ({} s)",
+                self.safe(label),
+                beats * every
+            );
+        }
+    }
 
     fn finished(&self, outcome: &HookOutcome) {
         if self.quiet {
             return;
         }
-        let line = self.safe(&describe(outcome));
+        // One line for all the hooks `--no-hooks` left out.
+        if outcome.status == HookStatus::Skipped && outcome.reason.as_deref() == Some("--no-hooks")
+        {
+            if !self.said_no_hooks.replace(true) {
+                self.print("grove: hooks skipped (--no-hooks)".to_string());
+            }
+            return;
+        }
+        self.print(self.safe(&describe(outcome)));
+    }
+}
+
+impl Reporter {
+    fn print(&self, line: String) {
         match &self.spinner {
             Some(bar) => {
                 bar.disable_steady_tick();

@@ -102,7 +102,7 @@ fn place(
         "grove: the worktree {} is gone; making it again",
         gone.display()
     ));
-    let reporter = Reporter::new(false);
+    let reporter = Reporter::new(out.is_quiet());
     let created = worktree::revive(
         project,
         found,

@@ -46,7 +46,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
                 "grove: the worktree {} is gone; making it again",
                 gone.display()
             ));
-            let reporter = Reporter::new(false);
+            let reporter = Reporter::new(out.is_quiet());
             let created = worktree::revive(
                 &project,
                 &found,

@@ -335,3 +335,59 @@ fn initial_prompt_then_prompt_and_no_hooks() {
     assert!(hooks_of(&v).iter().all(|h| h["status"] == "skipped"));
     assert!(message_lines(&PathBuf::from(v["threadDir"].as_str().unwrap())).is_empty());
 }
+
+/// CI logs: a hook says it started and that it still runs; `--no-hooks`
+/// says so once; `-q` leaves only errors; `-v` shows each git command.
+#[test]
+fn quiet_verbose_and_progress_lines_off_a_terminal() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    write_config(
+        &repo,
+        serde_json::json!({"specVersion": "1.1", "worktreeHooks": {
+            "symlinks": [{"source": "README.md", "target": "LINKED.md"}],
+            "postSetupCommands": [{"command": "sleep 2.5", "label": "slow setup"}, {"command": "true"}],
+            "initialPrompt": "hello"}}),
+    );
+    let out = run(sb
+        .grove(&repo)
+        .args(["new", "slow", "--trust"])
+        .env("GROVE_HEARTBEAT_SECS", "1"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("grove: hook started: slow setup"), "{err}");
+    assert!(
+        err.contains("grove: hook still running: slow setup (1 s)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("grove: hook still running: slow setup (2 s)"),
+        "{err}"
+    );
+
+    let out = run(sb.grove(&repo).args(["new", "none", "--no-hooks"]));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.matches("hooks skipped (--no-hooks)").count(),
+        1,
+        "{err}"
+    );
+    assert!(
+        !err.contains("hook skipped"),
+        "one line, not one per hook: {err}"
+    );
+
+    let out = run(sb.grove(&repo).args(["-q", "new", "quiet", "--trust"]));
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "",
+        "-q: nothing but errors"
+    );
+    assert!(!out.stdout.is_empty(), "the path is data: still printed");
+    let out = run(sb.grove(&repo).args(["-q", "show", "nosuchthread"]));
+    assert!(!out.stderr.is_empty(), "-q still prints errors");
+
+    let out = run(sb.grove(&repo).args(["-v", "new", "verbose", "--no-hooks"]));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("grove: run git worktree add"), "{err}");
+}

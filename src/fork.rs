@@ -103,7 +103,7 @@ pub fn derive(
     let title = spec
         .title
         .clone()
-        .unwrap_or_else(|| default_title(&spec.derivation, &parent.meta.title));
+        .unwrap_or_else(|| default_title(&spec.derivation, &parent.meta));
     let (parent_wt, reason) = match (options.worktree, parent.live_worktree()) {
         (true, Some(wt)) => (Some(wt.to_path_buf()), None),
         (true, None) => (
@@ -176,16 +176,40 @@ pub fn derive(
     Ok(result)
 }
 
-fn default_title(derivation: &Derivation, parent_title: &str) -> String {
+fn default_title(derivation: &Derivation, parent: &ThreadMeta) -> String {
     match derivation {
-        Derivation::Fork { .. } => atsf::fork_title(parent_title),
+        Derivation::Fork { .. } => atsf::fork_title(&parent.title),
         Derivation::Handoff { .. } => {
-            let base = parent_title
-                .strip_prefix("Handoff: ")
-                .unwrap_or(parent_title);
-            format!("Handoff: {base}")
+            let base = handoff_base(&parent.title);
+            // The parent's handoffs so far: the next one is numbered.
+            let earlier = parent
+                .relationships()
+                .iter()
+                .filter(|r| {
+                    r.kind == atsf::RelationKind::Handoff && r.role == atsf::RelationRole::Parent
+                })
+                .count();
+            match earlier {
+                0 => format!("Handoff: {base}"),
+                n => format!("Handoff ({}): {base}", n + 1),
+            }
         }
     }
+}
+
+/// A title without the `Handoff: ` or `Handoff (N): ` it may start with.
+fn handoff_base(title: &str) -> &str {
+    if let Some(rest) = title.strip_prefix("Handoff: ") {
+        return rest;
+    }
+    if let Some(rest) = title.strip_prefix("Handoff (")
+        && let Some((n, rest)) = rest.split_once("): ")
+        && !n.is_empty()
+        && n.bytes().all(|b| b.is_ascii_digit())
+    {
+        return rest;
+    }
+    title
 }
 
 struct ChildMaker<'a> {
@@ -317,7 +341,7 @@ fn prepare_from(
     meta.title = spec
         .title
         .clone()
-        .unwrap_or_else(|| default_title(&spec.derivation, &snap.meta.title));
+        .unwrap_or_else(|| default_title(&spec.derivation, &snap.meta));
     meta.agent = snap.meta.agent.clone();
     let tags = snap.meta.tags();
     if !tags.is_empty() {

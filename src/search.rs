@@ -71,6 +71,16 @@ impl Query {
         Ok(Query { matcher, role })
     }
 
+    /// Byte ranges of the matches in `text` (a thread's title, say).
+    pub fn find_in(&self, text: &str) -> Vec<(usize, usize)> {
+        self.find(text)
+    }
+
+    /// Whether the query is limited to one role (titles then do not match).
+    pub fn has_role(&self) -> bool {
+        self.role.is_some()
+    }
+
     /// Byte ranges of the matches in `line`.
     fn find(&self, line: &str) -> Vec<(usize, usize)> {
         match &self.matcher {

@@ -132,20 +132,29 @@ fn report(summary: &Summary, json: bool, out: &Output) -> anyhow::Result<()> {
     }
     for t in &summary.threads {
         out.line(&format!(
-            "{}  {} {:>4} new / {:>4} messages  {}",
+            "{}  {:<9} {:>4} new / {:>4} messages  {}",
             t.thread_id,
-            if t.created { "created" } else { "updated" },
+            match (t.created, t.messages_added) {
+                (true, _) => "created",
+                (false, 0) => "unchanged",
+                (false, _) => "updated",
+            },
             t.messages_added,
             t.message_count,
             t.title
         ))?;
     }
     let created = summary.threads.iter().filter(|t| t.created).count();
+    let unchanged = summary
+        .threads
+        .iter()
+        .filter(|t| !t.created && t.messages_added == 0)
+        .count();
     let added: u64 = summary.threads.iter().map(|t| t.messages_added).sum();
     out.status(&format!(
-        "grove: {} thread(s) imported: {created} created, {} updated, {added} new message(s)",
+        "grove: {} thread(s) imported: {created} created, {} updated, {unchanged} unchanged, {added} new message(s)",
         summary.threads.len(),
-        summary.threads.len() - created
+        summary.threads.len() - created - unchanged
     ));
     for (kind, c) in &summary.records {
         out.status(&format!(

@@ -38,10 +38,25 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         );
     }
     if args.json {
+        // The status `list` shows (finding the thread does not compute it).
+        let status = grove::discovery::discover(
+            &project,
+            grove::discovery::Options {
+                all_repos: false,
+                statuses: true,
+            },
+        )
+        .ok()
+        .and_then(|d| {
+            d.threads
+                .into_iter()
+                .find(|f| f.meta.thread_id == found.meta.thread_id)
+        })
+        .map_or(found.status, |f| f.status);
         out.json(&serde_json::json!({
             "threadId": found.meta.thread_id,
             "worktreePath": path,
-            "status": found.status,
+            "status": status,
         }))?;
     } else {
         out.line(&path.display().to_string())?;

@@ -9,7 +9,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 /// Shows hooks as they run, on stderr.
 pub struct Reporter {
-    spinner: Option<ProgressBar>,
+    /// The spinner of the hook running now (a terminal only); gone between
+    /// hooks, so nothing is left drawn above a question (the trust prompt).
+    spinner: std::cell::RefCell<Option<ProgressBar>>,
+    terminal: bool,
     quiet: bool,
     /// Labels come from the repository's config: escaped on a terminal.
     escape: bool,
@@ -33,16 +36,9 @@ fn heartbeat() -> u64 {
 impl Reporter {
     /// A spinner only when stderr is a terminal; nothing at all when `quiet`.
     pub fn new(quiet: bool) -> Self {
-        let spinner = (!quiet && std::io::stderr().is_terminal()).then(|| {
-            let bar = ProgressBar::new_spinner();
-            bar.set_style(
-                ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-            );
-            bar
-        });
         Reporter {
-            spinner,
+            spinner: std::cell::RefCell::new(None),
+            terminal: !quiet && std::io::stderr().is_terminal(),
             quiet,
             escape: std::io::stderr().is_terminal(),
             reported: Cell::new(0),
@@ -62,20 +58,25 @@ impl Reporter {
 impl HookReporter for Reporter {
     fn started(&self, label: &str) {
         self.reported.set(0);
-        match &self.spinner {
-            Some(bar) => {
-                bar.reset_elapsed();
-                bar.set_message(self.safe(label));
-                bar.enable_steady_tick(Duration::from_millis(100));
+        if self.terminal {
+            let bar = ProgressBar::new_spinner();
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar.set_message(self.safe(label));
+            bar.enable_steady_tick(Duration::from_millis(100));
+            if let Some(old) = self.spinner.replace(Some(bar)) {
+                old.finish_and_clear();
             }
+        } else if !self.quiet {
             // A CI log shows what runs, and that it still does.
-            None if !self.quiet => eprintln!("grove: hook started: {}", self.safe(label)),
-            None => {}
+            eprintln!("grove: hook started: {}", self.safe(label));
         }
     }
 
     fn tick(&self, label: &str, elapsed: Duration) {
-        if self.spinner.is_some() || self.quiet {
+        if self.terminal || self.quiet {
             return;
         }
         let every = heartbeat();
@@ -108,20 +109,16 @@ impl HookReporter for Reporter {
 
 impl Reporter {
     fn print(&self, line: String) {
-        match &self.spinner {
-            Some(bar) => {
-                bar.disable_steady_tick();
-                bar.println(line);
-                bar.set_message("");
-            }
-            None => eprintln!("{line}"),
+        if let Some(bar) = self.spinner.take() {
+            bar.finish_and_clear();
         }
+        eprintln!("{line}");
     }
 }
 
 impl Drop for Reporter {
     fn drop(&mut self) {
-        if let Some(bar) = &self.spinner {
+        if let Some(bar) = self.spinner.take() {
             bar.finish_and_clear();
         }
     }

@@ -42,7 +42,8 @@ pub struct Args {
     #[arg(long)]
     all: bool,
 
-    /// Print a JSON array of {threadId, title, threadDir, index, role, timestamp, field, line, matches}.
+    /// Print a JSON array of {threadId, title, threadDir, index, role, timestamp, field, line, matches}
+    /// (a match in a title: field "title", index and role null).
     #[arg(long)]
     json: bool,
 }
@@ -87,6 +88,42 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         };
         for e in &result.errors {
             out.warn(&format!("skipped a malformed line: {e}"));
+        }
+        // The title first: a thread can be found by its name.
+        let in_title = if query.has_role() {
+            Vec::new()
+        } else {
+            query.find_in(&f.meta.title)
+        };
+        if !in_title.is_empty() {
+            if args.json {
+                if count > 0 {
+                    w.write_all(b",")?;
+                }
+                w.write_all(b"\n")?;
+                serde_json::to_writer(
+                    &mut w,
+                    &serde_json::json!({
+                        "threadId": f.meta.thread_id,
+                        "title": f.meta.title,
+                        "threadDir": f.thread.dir(),
+                        "index": null,
+                        "role": null,
+                        "timestamp": f.meta.updated_at,
+                        "field": "title",
+                        "line": f.meta.title,
+                        "matches": in_title,
+                    }),
+                )?;
+            } else {
+                writeln!(
+                    w,
+                    "{}  title  {}",
+                    style.yellow(&style.text(super::output::short_id(&f.meta.thread_id))),
+                    highlight(style, &f.meta.title, &in_title)
+                )?;
+            }
+            count += 1;
         }
         for hit in &result.hits {
             if args.json {

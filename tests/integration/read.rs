@@ -442,3 +442,41 @@ fn a_created(task: &serde_json::Value) -> String {
         .unwrap()
         .to_string()
 }
+
+/// Small answers that must be right: search finds titles, an unchanged
+/// re-import says so, handoffs are numbered, `path --json` has list's status.
+#[test]
+fn titles_are_searched_unchanged_imports_say_so_handoffs_are_numbered() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let task = new_task(&sb, &repo, &["Untangle the payment retries"]);
+    let id = task["threadId"].as_str().unwrap();
+    let hits = json(&ok(sb.grove(&repo).args([
+        "search",
+        "payment retries",
+        "--json",
+    ])));
+    assert_eq!(hits[0]["field"], "title", "{hits}");
+    assert_eq!(hits[0]["threadId"], id);
+
+    let file = fixtures().join("claude/v2.1/cb88ae13-898d-4076-aeb5-bc37191c5d2e.jsonl");
+    ok(sb.grove(&repo).args(["import", "claude"]).arg(&file));
+    let again = ok(sb.grove(&repo).args(["import", "claude"]).arg(&file));
+    assert!(again.contains(" unchanged "), "{again}");
+
+    let first = ok(sb
+        .grove(&repo)
+        .args(["handoff", id, "--summary", "one", "--no-worktree"]));
+    let second = ok(sb
+        .grove(&repo)
+        .args(["handoff", id, "--summary", "two", "--no-worktree"]));
+    let title = |child: &str| row_of(&sb, &repo, child.trim())["title"].clone();
+    assert_eq!(title(&first), "Handoff: Untangle the payment retries");
+    assert_eq!(title(&second), "Handoff (2): Untangle the payment retries");
+
+    let wt = std::path::PathBuf::from(task["worktreePath"].as_str().unwrap());
+    std::fs::write(wt.join("wip.txt"), "x").unwrap();
+    let path = json(&ok(sb.grove(&repo).args(["path", id, "--json"])));
+    assert_eq!(path["status"], "dirty");
+    assert_eq!(path["status"], row_of(&sb, &repo, id)["status"]);
+}

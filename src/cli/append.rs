@@ -32,7 +32,7 @@ pub struct Args {
     text: Option<String>,
 
     /// Read message objects (JSON) from standard input.
-    #[arg(long, required_unless_present = "role")]
+    #[arg(long)]
     stdin: bool,
 
     /// Do not fsync messages.jsonl after each line (faster bulk loads; a crash may lose the last lines).
@@ -62,6 +62,14 @@ impl From<RoleArg> for Role {
 }
 
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
+    if args.role.is_none() && !args.stdin {
+        return Err(UsageError(
+            "say what to append: --role user|agent|system --text TEXT for one message, \
+             or --stdin to read message objects (JSON) from standard input"
+                .into(),
+        )
+        .into());
+    }
     let project = Project::discover(cwd)?;
     let thread = discovery::find_thread(&project, &args.thread)?;
     let options = AppendOptions {

@@ -32,8 +32,13 @@ pub struct Args {
     base: Option<String>,
 
     /// Create the thread in the project's own .agent/ instead of a new worktree.
-    #[arg(long, conflicts_with = "carry")]
+    #[arg(long, conflicts_with_all = ["carry", "worktree"])]
     no_worktree: bool,
+
+    /// Make a worktree even when .agent/config.json says
+    /// defaults.useWorktree: false.
+    #[arg(long)]
+    worktree: bool,
 
     /// Start the new worktree with this worktree's uncommitted changes
     /// (staged, unstaged, untracked); the branch starts at its HEAD. This
@@ -117,11 +122,11 @@ pub struct TaskArgs {
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let project = Project::discover(cwd)?;
     let config = project.main_store().config()?;
-    let use_worktree = !args.no_worktree
-        && config
-            .as_ref()
-            .and_then(|c| c.defaults.as_ref()?.use_worktree)
-            .unwrap_or(true);
+    let configured = config
+        .as_ref()
+        .and_then(|c| c.defaults.as_ref()?.use_worktree)
+        .unwrap_or(true);
+    let use_worktree = args.worktree || (!args.no_worktree && configured);
     let title = thread_title(args.title.as_deref(), args.prompt.as_deref());
     let launch_agent = args.launch.as_deref().filter(|a| !a.is_empty());
     let agent = threads::choose_agent(args.agent.as_deref().or(launch_agent), config.as_ref());
@@ -130,12 +135,8 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         l.trust_agent |= args.task.trust;
         (launch_agent.unwrap_or(&agent).to_string(), l)
     });
-    if !use_worktree && args.carry {
-        return Err(super::UsageError(
-            "--carry needs a worktree, but defaults.useWorktree is false in .agent/config.json"
-                .into(),
-        )
-        .into());
+    if !use_worktree && args.in_.is_none() {
+        refuse_worktree_flags(&args, configured)?;
     }
     if let Some(target) = &args.in_ {
         let (thread, dir) = new_in(
@@ -427,6 +428,34 @@ pub(super) fn ask_trust(commands: &[PostSetupCommand]) -> bool {
             .map(|c| format!("  $ {}", super::output::escape_line(&c.command))),
     );
     super::output::confirm(&lines, "Trust these commands for this repository?")
+}
+
+/// Flags that only mean something for a new worktree are a usage error
+/// without one, never ignored.
+fn refuse_worktree_flags(args: &Args, configured: bool) -> anyhow::Result<()> {
+    let given: Vec<&str> = [
+        ("--carry", args.carry),
+        ("--branch", args.task.branch.is_some()),
+        ("--dir", args.task.dir.is_some()),
+        ("--base", args.base.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(flag, on)| on.then_some(flag))
+    .collect();
+    if given.is_empty() {
+        return Ok(());
+    }
+    let why = if configured {
+        "--no-worktree makes the thread in this project's .agent/".to_string()
+    } else {
+        "defaults.useWorktree is false in .agent/config.json; pass --worktree to make one anyway"
+            .to_string()
+    };
+    Err(super::UsageError(format!(
+        "{} need(s) a new worktree: {why}",
+        given.join(", ")
+    ))
+    .into())
 }
 
 /// Runs `--exec CMD` in the worktree through the shell; returns its exit code.

@@ -101,14 +101,24 @@ fn humanize(d: Duration) -> String {
     }
 }
 
-/// Parses `14d`, `12h`, `2w`, `30m`, `1 day`… (jiff's friendly format; days are 24 h).
+/// Parses `14d`, `12h`, `2w`, `30m`, `1 day`, `6mo`, `1y`… (jiff's friendly
+/// format; days are 24 h; months and years counted back from now).
 pub fn parse_duration(input: &str) -> Result<Duration, String> {
     let span: jiff::Span = input
         .trim()
         .parse()
         .map_err(|e| format!("{input:?} is not a duration like 14d, 12h or 2w: {e}"))?;
-    let d = span
-        .to_duration(jiff::SpanRelativeTo::days_are_24_hours())
-        .map_err(|e| format!("{input:?}: {e}"))?;
+    // Calendar units (1y, 6mo) are counted back from now, as a person means
+    // them; days and smaller as 24-hour days.
+    let d = match span.to_duration(jiff::SpanRelativeTo::days_are_24_hours()) {
+        Ok(d) => d,
+        Err(_) => {
+            let now = jiff::Zoned::now();
+            span.negate()
+                .to_duration(&now)
+                .map(|d| -d)
+                .map_err(|e| format!("{input:?}: {e}"))?
+        }
+    };
     d.try_into().map_err(|_| format!("{input:?} is negative"))
 }

@@ -158,3 +158,59 @@ fn a_closed_pipe_is_not_an_error() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Answers that must be right (issue 13's list): each a clear answer, no
+/// silently ignored flag.
+#[test]
+fn calendar_durations_empty_repositories_worktree_flags_and_append_say_what_is_needed() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    for d in ["1y", "6mo", "2w", "36h"] {
+        ok(sb.grove(&repo).args(["gc", "--older-than", d, "--dry-run"]));
+    }
+    let err = fails_with(sb.grove(&repo).args(["gc", "--older-than", "soon"]), 2);
+    assert!(err.contains("14d"), "{err}");
+
+    let empty = sb.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    sb.git(&empty, &["init", "-q"]);
+    let err = fails_with(sb.grove(&empty).args(["new", "first"]), 1);
+    assert!(
+        err.contains("no commits yet") && err.contains("git commit"),
+        "{err}"
+    );
+
+    write_config(
+        &repo,
+        serde_json::json!({"specVersion": "1.1", "defaults": {"useWorktree": false}}),
+    );
+    let err = fails_with(sb.grove(&repo).args(["new", "t", "--branch", "b"]), 2);
+    assert!(
+        err.contains("--branch") && err.contains("--worktree"),
+        "{err}"
+    );
+    let err = fails_with(
+        sb.grove(&repo)
+            .args(["new", "t", "--no-worktree", "--dir", "x"]),
+        2,
+    );
+    assert!(err.contains("--dir"), "{err}");
+    let local = json(&ok(sb.grove(&repo).args(["new", "local", "--json"])));
+    assert!(local.get("worktreePath").is_none(), "{local}");
+    let task = json(&ok(sb.grove(&repo).args([
+        "new",
+        "task",
+        "--worktree",
+        "--branch",
+        "b",
+        "--json",
+    ])));
+    assert_eq!(task["branch"], "b", "{task}");
+
+    let err = fails_with(
+        sb.grove(&repo)
+            .args(["append", local["threadId"].as_str().unwrap()]),
+        2,
+    );
+    assert!(err.contains("--role") && err.contains("--stdin"), "{err}");
+}

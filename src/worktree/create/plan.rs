@@ -29,6 +29,13 @@ pub(super) fn plan(
     task: &NewTask,
     config: Option<&Config>,
 ) -> Result<Plan> {
+    if task.base.is_none() && task.carry_from.is_none() && repo.resolve_commit("HEAD")?.is_none() {
+        return Err(Error::Other(format!(
+            "the repository at {} has no commits yet, and a task's branch starts from one: \
+             make the first commit (`git commit --allow-empty -m \"Initial commit\"`), then run grove new again",
+            repo.main_root.display()
+        )));
+    }
     let mut meta = crate::threads::new_meta(&task.title, &task.agent, Context::default());
     if let Some(id) = &task.thread_id {
         meta.thread_id = id.clone();

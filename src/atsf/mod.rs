@@ -5,6 +5,7 @@
 //! written back unchanged, so a thread another tool wrote survives grove
 //! touching it (the spec's round-trip rule).
 
+pub mod anthropic;
 mod checkpoint;
 mod config;
 mod content;

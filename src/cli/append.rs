@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use grove::atsf::{ContentBlock, Message, Role};
+use grove::atsf::{ContentBlock, Message, Role, anthropic};
 use grove::discovery;
 use grove::project::Project;
 use grove::store::AppendOptions;
@@ -77,7 +77,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     };
     let messages = match (args.role, args.text) {
         (Some(role), Some(text)) => vec![Message::new(role.into(), vec![ContentBlock::text(text)])],
-        _ => read_stdin()?,
+        _ => read_stdin(&thread)?,
     };
     // One lock for all: every message was checked first, so an invalid one
     // anywhere means nothing is written.
@@ -113,9 +113,12 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
 
 /// Every message object on standard input, each checked before any is
 /// written: the first invalid one is a usage error naming its position.
-fn read_stdin() -> anyhow::Result<Vec<Message>> {
+/// Anthropic-shaped messages are converted ([`grove::atsf::anthropic`]);
+/// their tool results complete the calls they answer.
+fn read_stdin(thread: &grove::store::Thread) -> anyhow::Result<Vec<Message>> {
     let stdin = std::io::stdin().lock();
-    let mut messages = Vec::new();
+    let mut messages: Vec<Message> = Vec::new();
+    let mut calls: Option<CallIndex> = None;
     for (n, value) in serde_json::Deserializer::from_reader(stdin)
         .into_iter::<Value>()
         .enumerate()
@@ -127,6 +130,21 @@ fn read_stdin() -> anyhow::Result<Vec<Message>> {
             ))
         };
         let value = value.map_err(|e| invalid(format!("not valid JSON: {e}")))?;
+        let (value, results) = if anthropic::is_anthropic(&value) {
+            let c = anthropic::convert(value).map_err(invalid)?;
+            (c.message, c.results)
+        } else {
+            (Some(value), Vec::new())
+        };
+        if !results.is_empty() {
+            let index = calls.get_or_insert_with(|| CallIndex::of(thread));
+            index.add(&messages);
+            for r in &results {
+                let completion = index.complete(r).map_err(invalid)?;
+                messages.push(completion);
+            }
+        }
+        let Some(value) = value else { continue };
         let message = message_from_json(value).map_err(invalid)?;
         grove::store::validate_message(&message).map_err(|e| invalid(e.to_string()))?;
         // Images are decoded now too (stored later): bad base64 is found
@@ -140,6 +158,72 @@ fn read_stdin() -> anyhow::Result<Vec<Message>> {
         return Err(UsageError("standard input held no message object".into()).into());
     }
     Ok(messages)
+}
+
+/// The tool calls a tool result may answer: the thread's, then those of the
+/// messages read before it.
+struct CallIndex {
+    calls: std::collections::HashMap<String, (String, grove::atsf::ToolCall)>,
+    /// Message ids there are (a result recorded twice is refused).
+    ids: std::collections::HashSet<String>,
+    seen: usize,
+}
+
+impl CallIndex {
+    fn of(thread: &grove::store::Thread) -> CallIndex {
+        let mut index = CallIndex {
+            calls: Default::default(),
+            ids: Default::default(),
+            seen: 0,
+        };
+        if let Ok(messages) = thread.messages() {
+            for m in messages.flatten() {
+                index.add_one(&m);
+            }
+        }
+        index
+    }
+
+    fn add(&mut self, batch: &[Message]) {
+        for m in &batch[self.seen..] {
+            self.add_one(m);
+        }
+        self.seen = batch.len();
+    }
+
+    fn add_one(&mut self, m: &Message) {
+        self.ids.insert(m.id.clone());
+        let of = m.completes().unwrap_or(&m.id).to_string();
+        for c in m.tool_calls.iter().flatten() {
+            self.calls
+                .insert(c.tool_call_id.clone(), (of.clone(), c.clone()));
+        }
+    }
+
+    /// The completion message recording `r` as the result of its call.
+    fn complete(&self, r: &anthropic::ToolResult) -> Result<Message, String> {
+        let (of, call) = self.calls.get(&r.tool_call_id).ok_or_else(|| {
+            format!(
+                "a tool_result for {:?}, a call this thread does not have (append the tool_use first)",
+                r.tool_call_id
+            )
+        })?;
+        let mut done = call.clone();
+        done.status = if r.is_error {
+            grove::atsf::ToolStatus::Failed
+        } else {
+            grove::atsf::ToolStatus::Completed
+        };
+        done.output = Some(r.output.clone());
+        let completion = grove::atsf::completion(of, vec![done], grove::atsf::now_timestamp());
+        if self.ids.contains(&completion.id) {
+            return Err(format!(
+                "the result of {:?} is recorded already",
+                r.tool_call_id
+            ));
+        }
+        Ok(completion)
+    }
 }
 
 /// Turns a JSON object into a message, filling `id` and `timestamp` when missing.

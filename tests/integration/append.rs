@@ -351,3 +351,52 @@ fn library_append_without_fsync_and_store_listing() {
     assert_eq!(listing.threads.len(), 1);
     assert_eq!(listing.threads[0].meta.stats.agent_message_count, 3);
 }
+
+/// An agent hook can pipe what it has: Anthropic-shaped messages (thinking
+/// with `thinking`, `tool_use` with object `input`, `tool_result` later).
+#[test]
+fn append_stdin_takes_anthropic_shaped_messages() {
+    let sb = Sandbox::new();
+    let dir = sb.dir("p");
+    let id = new_thread(&sb, &dir, "hooked");
+    let turn = serde_json::json!({"role": "assistant", "model": "claude-sonnet-4-5", "content": [
+        {"type": "thinking", "thinking": "Read the file first.", "signature": "EqQBCkYIBxgC"},
+        {"type": "text", "text": "Let me look."},
+        {"type": "tool_use", "id": "toolu_01", "name": "Read", "input": {"file_path": "src/a.rs"}}],
+        "stop_reason": "tool_use", "usage": {"input_tokens": 12, "output_tokens": 5}});
+    let results = serde_json::json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_01", "content": "fn a() {}"}]});
+    let prompt = serde_json::json!({"role": "user", "content": "Thanks, now test it"});
+    append_stdin(&sb, &dir, &id, &format!("{turn}\n{results}\n{prompt}\n"));
+    let thread = dir.join(".agent/threads").join(&id);
+    let lines = message_lines(&thread);
+    assert_eq!(lines.len(), 3, "{lines:#?}");
+    assert_eq!(lines[0]["role"], "agent");
+    assert_eq!(lines[0]["content"][0]["type"], "thinking");
+    assert_eq!(lines[0]["content"][0]["text"], "Read the file first.");
+    assert_eq!(lines[0]["content"][0]["signature"], "EqQBCkYIBxgC");
+    assert_eq!(lines[0]["toolCalls"][0]["toolCallId"], "toolu_01");
+    assert_eq!(
+        lines[0]["toolCalls"][0]["input"],
+        "{\"file_path\":\"src/a.rs\"}"
+    );
+    assert_eq!(lines[0]["tokens"]["output"], 5);
+    assert_eq!(lines[1]["completesMessage"], lines[0]["id"]);
+    assert_eq!(lines[1]["toolCalls"][0]["status"], "completed");
+    assert_eq!(lines[1]["toolCalls"][0]["output"], "fn a() {}");
+    assert_eq!(lines[2]["content"][0]["text"], "Thanks, now test it");
+    let shown = json(&ok(sb.grove(&dir).args(["show", &id, "--json"])));
+    assert!(shown["errors"].as_array().unwrap().is_empty(), "{shown}");
+    ok(sb.grove(&dir).args(["validate"]));
+
+    // A result for a call the thread lacks is refused, and nothing written.
+    let stray = serde_json::json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_99", "content": "?"}]});
+    let out = run_with_stdin(
+        sb.grove(&dir).args(["append", &id, "--stdin"]),
+        format!("{prompt}\n{stray}\n").as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("toolu_99"));
+    assert_eq!(message_lines(&thread).len(), 3);
+}

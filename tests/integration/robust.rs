@@ -271,7 +271,7 @@ fn append_stdin_with_an_invalid_message_after_valid_ones_writes_nothing() {
         std::fs::read(dir.join("thread.json")).unwrap(),
     );
     for bad in [
-        r#"{"role":"user","content":"not an array"}"#,
+        r#"{"role":"user","content":42}"#,
         r#"{"role":"robot","content":[]}"#,
         r#"{"role":"user","content":[{"type":"image","data":"%%%","mimeType":"image/png"}]}"#,
         r#"{"role":"user","content":[]"#,

@@ -420,6 +420,9 @@ fn check_config(path: &Path, report: &mut Report) {
     if let Some(g) = f.object(&o, "", "grove", false) {
         grove_section(&mut f, g);
     }
+    for miss in crate::atsf::near_misses(&Value::Object(o.clone())) {
+        f.report.warn(path, None, miss.to_string());
+    }
     secrets(&Value::Object(o), "", &mut f);
 }
 

@@ -10,6 +10,7 @@ mod checkpoint;
 mod config;
 mod content;
 mod json;
+mod keys;
 mod message;
 mod relationship;
 mod thread;
@@ -21,6 +22,7 @@ pub use config::{Config, CreatedBy, Defaults, PostSetupCommand, SymlinkHook, Wor
 pub use content::{ContentBlock, ImageBlock};
 pub(crate) use json::strip_bom;
 pub use json::{parse_json, parse_message_line, read_json_file, to_line, to_pretty};
+pub use keys::{NearMiss, near_misses};
 pub use message::{
     COMPLETES_KEY, Diff, Message, Role, Tokens, ToolCall, ToolStatus, completion, completion_id,
 };

@@ -122,6 +122,12 @@ pub struct TaskArgs {
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let project = Project::discover(cwd)?;
     let config = project.main_store().config()?;
+    for miss in project.main_store().config_near_misses() {
+        out.warn(&format!(
+            "{}: {miss}",
+            project.main_store().config_path().display()
+        ));
+    }
     let configured = config
         .as_ref()
         .and_then(|c| c.defaults.as_ref()?.use_worktree)

@@ -23,6 +23,12 @@ pub struct Args {
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let project = Project::discover(cwd)?;
     let config = project.main_store().config()?;
+    for miss in project.main_store().config_near_misses() {
+        out.warn(&format!(
+            "{}: {miss}",
+            project.main_store().config_path().display()
+        ));
+    }
     let hooks = config.and_then(|c| c.worktree_hooks).unwrap_or_default();
     let commands = hooks.post_setup_commands.unwrap_or_default();
     let teardown = hooks.pre_remove_commands.unwrap_or_default();

@@ -137,6 +137,20 @@ impl Store {
         atsf::read_json_file(&path).map(Some)
     }
 
+    /// The keys of `config.json` that look like a known key misspelt (none
+    /// when it is missing or unreadable: reading it says why).
+    pub fn config_near_misses(&self) -> Vec<atsf::NearMiss> {
+        let path = self.config_path();
+        if self.guard().is_err() {
+            return Vec::new();
+        }
+        crate::fsutil::read(&path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+            .map(|v| atsf::near_misses(&v))
+            .unwrap_or_default()
+    }
+
     /// Writes `config.json` atomically.
     pub fn write_config(&self, config: &Config) -> Result<()> {
         self.ensure_dir()?;

@@ -189,3 +189,33 @@ fn validate_knows_groves_other_extensions() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+#[test]
+fn a_misspelt_config_key_is_named_with_the_likely_one_and_kept() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    write_config(
+        &repo,
+        serde_json::json!({"specVersion": "1.1",
+            "worktreeHooks": {"postSetupComands": [{"command": "true"}]},
+            "grove": {"branchprefix": "agent/"}}),
+    );
+    let out = run(sb.grove(&repo).args(["new", "t", "--no-hooks"]));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("`worktreeHooks.postSetupComands`") && err.contains("`postSetupCommands`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("`grove.branchprefix`") && err.contains("`branchPrefix`"),
+        "{err}"
+    );
+    let report = run(sb.grove(&repo).args(["validate"]));
+    assert!(String::from_utf8_lossy(&report.stdout).contains("did you mean `postSetupCommands`"));
+    // Kept as it is.
+    let config = read_json(&repo.join(".agent/config.json"));
+    assert_eq!(
+        config["worktreeHooks"]["postSetupComands"][0]["command"],
+        "true"
+    );
+}

@@ -11,7 +11,20 @@ use crate::error::{Error, Result};
 /// on macOS, `%APPDATA%\grove` on Windows).
 pub fn data_dir() -> Result<PathBuf> {
     if let Some(home) = std::env::var_os("GROVE_HOME").filter(|v| !v.is_empty()) {
-        return Ok(PathBuf::from(home));
+        // A relative GROVE_HOME is made absolute once, against the directory
+        // grove started in: not against each directory it works in.
+        static ABSOLUTE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+        let home = PathBuf::from(home);
+        if home.is_absolute() {
+            return Ok(home);
+        }
+        return Ok(ABSOLUTE
+            .get_or_init(|| {
+                std::env::current_dir()
+                    .map(|cwd| cwd.join(&home))
+                    .unwrap_or(home)
+            })
+            .clone());
     }
     dirs::data_dir()
         .map(|d| d.join("grove"))

@@ -56,6 +56,7 @@ pub mod search;
 pub mod store;
 pub mod threads;
 pub mod trash;
+pub mod userconfig;
 pub mod validate;
 pub mod worktree;
 

@@ -102,6 +102,7 @@ pub fn choose_agent(explicit: Option<&str>, config: Option<&atsf::Config>) -> St
     explicit
         .map(str::to_string)
         .or_else(|| config?.defaults.as_ref()?.agent_id.clone())
+        .or_else(|| crate::userconfig::get().ok()?.agent.clone())
         .unwrap_or_else(|| UNKNOWN_AGENT.to_string())
 }
 

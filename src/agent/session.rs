@@ -130,6 +130,13 @@ pub fn run(plan: &Plan, grove: &Path) -> Result<Outcome> {
             plan.worktree.to_string_lossy().into_owned(),
         ),
     ];
+    // A relative GROVE_HOME means grove's start directory: the agent's
+    // hooks (run in the worktree) get it absolute.
+    if std::env::var_os("GROVE_HOME").is_some()
+        && let Ok(home) = crate::home::data_dir()
+    {
+        env.push(("GROVE_HOME".into(), home.to_string_lossy().into_owned()));
+    }
     // The task's ports, for the dev server the agent starts.
     if let Ok(meta) = plan.thread.meta() {
         env.extend(crate::ports::env(&crate::ports::of(&meta)));

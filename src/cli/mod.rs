@@ -7,6 +7,7 @@ mod capture;
 mod checkpoint;
 mod complete;
 mod completions;
+mod config;
 mod delete;
 mod env;
 mod export;
@@ -114,6 +115,37 @@ enum Command {
     Man(man::Args),
     Switch(switch::Args),
     ShellInit(shell_init::Args),
+    Config(config::Args),
+}
+
+/// `argv` with the user's default flags for its subcommand (config.toml
+/// `[flags]`) put right after the subcommand: flags typed later win.
+fn with_user_flags(mut argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let Ok(user) = grove::userconfig::get() else {
+        return argv;
+    };
+    if user.flags.is_empty() {
+        return argv;
+    }
+    // The first word that is not a global option (or its value).
+    let mut i = 1;
+    while i < argv.len() {
+        let word = argv[i].to_string_lossy();
+        match word.as_ref() {
+            "-C" | "--color" => i += 2,
+            w if w.starts_with('-') => i += 1,
+            _ => break,
+        }
+    }
+    let Some(command) = argv.get(i).map(|w| w.to_string_lossy().into_owned()) else {
+        return argv;
+    };
+    if let Some(flags) = user.flags.get(&command) {
+        for (n, flag) in flags.iter().enumerate() {
+            argv.insert(i + 1 + n, flag.into());
+        }
+    }
+    argv
 }
 
 /// A mistake in how grove was called, reported with exit code 2.
@@ -132,7 +164,7 @@ pub fn main() -> ExitCode {
     clap_complete::CompleteEnv::with_factory(command)
         .var(completions::VAR)
         .complete();
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(with_user_flags(std::env::args_os().collect())) {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() {
@@ -145,6 +177,12 @@ pub fn main() -> ExitCode {
         }
     };
     let out = Output::new(cli.color).quiet(cli.quiet);
+    // A config.toml that cannot be read stops grove, as git does, naming
+    // the file and line.
+    if let Err(e) = grove::userconfig::get() {
+        out.error(&e.to_string());
+        return ExitCode::from(exit::ERROR);
+    }
     grove::gitcmd::set_verbose(cli.verbose);
     let result = run(cli, &out);
     // Every step done: this run's intent journal goes.
@@ -191,6 +229,7 @@ fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Man(args) => man::run(args, &cwd, out),
         Command::Switch(args) => switch::run(args, &cwd, out),
         Command::ShellInit(args) => shell_init::run(args, &cwd, out),
+        Command::Config(args) => config::run(args, &cwd, out),
     }
 }
 

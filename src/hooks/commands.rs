@@ -100,6 +100,12 @@ pub fn run_command(
     for (k, v) in crate::ports::env(&env.ports) {
         expr = expr.env(k, v);
     }
+    // A relative GROVE_HOME means grove's start directory, not the worktree.
+    if std::env::var_os("GROVE_HOME").is_some()
+        && let Ok(home) = crate::home::data_dir()
+    {
+        expr = expr.env("GROVE_HOME", home);
+    }
     let expr = expr
         .dir(&env.worktree)
         .env("GROVE_THREAD_ID", &env.thread_id)

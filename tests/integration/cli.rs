@@ -214,3 +214,134 @@ fn calendar_durations_empty_repositories_worktree_flags_and_append_say_what_is_n
     );
     assert!(err.contains("--role") && err.contains("--stdin"), "{err}");
 }
+
+/// Personal defaults in config.toml: where worktrees go, the branch prefix,
+/// the agent, default flags; the repository wins for its own matters;
+/// `grove config` says where each value comes from.
+#[test]
+fn personal_defaults_from_config_toml_and_where_each_value_comes_from() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    write_config(
+        &repo,
+        serde_json::json!({"specVersion": "1.1", "worktreeHooks": {"postSetupCommands": [{"command": "true"}]}}),
+    );
+    let xdg = sb.dir("xdg");
+    std::fs::create_dir_all(xdg.join("grove")).unwrap();
+    std::fs::write(
+        xdg.join("grove/config.toml"),
+        format!(
+            "worktree-dir = \"{}/wts/{{repo}}-{{short}}\"\nbranch-prefix = \"me/\"\nagent = \"codex\"\n\n[flags]\nnew = [\"--no-hooks\"]\n",
+            sb.path().display()
+        ),
+    )
+    .unwrap();
+    let with = |cmd: &mut std::process::Command| {
+        cmd.env("XDG_CONFIG_HOME", &xdg);
+    };
+    let mut cmd = sb.grove(&repo);
+    with(&mut cmd);
+    let task = json(&ok(cmd.args(["new", "mine", "--json"])));
+    let wt = task["worktreePath"].as_str().unwrap();
+    assert!(
+        wt.starts_with(&format!("{}/wts/app-", sb.path().display())),
+        "{wt}"
+    );
+    assert!(
+        task["branch"].as_str().unwrap().starts_with("me/"),
+        "{task}"
+    );
+    assert!(
+        task["hooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["status"] == "skipped"),
+        "default flags: {task}"
+    );
+    let meta =
+        read_json(&std::path::Path::new(task["threadDir"].as_str().unwrap()).join("thread.json"));
+    assert_eq!(meta["agent"]["id"], "codex");
+
+    // The repository's own branch prefix wins.
+    write_config(
+        &repo,
+        serde_json::json!({"specVersion": "1.1", "grove": {"branchPrefix": "team/"}}),
+    );
+    let mut cmd = sb.grove(&repo);
+    with(&mut cmd);
+    let task = json(&ok(cmd.args(["new", "theirs", "--json"])));
+    assert!(
+        task["branch"].as_str().unwrap().starts_with("team/"),
+        "{task}"
+    );
+    let mut cmd = sb.grove(&repo);
+    with(&mut cmd);
+    let config = json(&ok(cmd.args(["config", "--json"])));
+    let source = |key: &str| {
+        config["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["key"] == key)
+            .unwrap()["source"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        source("branch-prefix").starts_with("repository"),
+        "{config}"
+    );
+    assert_eq!(source("agent"), "user config");
+    assert_eq!(source("worktree-dir"), "user config");
+    assert_eq!(source("flags.new"), "user config");
+
+    // A config.toml grove cannot read stops it, naming file and line.
+    std::fs::write(
+        xdg.join("grove/config.toml"),
+        "agent = \"codex\"\nbranch-prefix = \n",
+    )
+    .unwrap();
+    let mut cmd = sb.grove(&repo);
+    with(&mut cmd);
+    let err = fails_with(cmd.args(["list"]), 1);
+    assert!(
+        err.contains("config.toml") && err.contains("line 2"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_relative_grove_home_is_made_absolute_once() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    write_config(
+        &repo,
+        serde_json::json!({"specVersion": "1.1", "worktreeHooks": {"postSetupCommands": [
+            {"command": "echo \"$GROVE_HOME\" > \"$GROVE_REPO_ROOT/../home-seen\""}]}}),
+    );
+    let mut cmd = sb.grove(&sb.path());
+    let task = json(&ok(cmd.env("GROVE_HOME", "relative-home").args([
+        "-C",
+        repo.to_str().unwrap(),
+        "new",
+        "t",
+        "--trust",
+        "--json",
+    ])));
+    let home = sb.path().join("relative-home");
+    assert!(
+        task["worktreePath"]
+            .as_str()
+            .unwrap()
+            .starts_with(home.to_str().unwrap()),
+        "{task}"
+    );
+    let seen = std::fs::read_to_string(sb.path().join("home-seen")).unwrap();
+    assert_eq!(
+        seen.trim(),
+        home.to_str().unwrap(),
+        "the hook, run in the worktree, sees it absolute"
+    );
+}

@@ -53,6 +53,8 @@ impl Sandbox {
             "STUB_EXIT",
             "STUB_HOOK_COPIES",
             "STUB_CODEX_TRUSTED",
+            "XDG_CONFIG_HOME",
+            "GROVE_CONFIG",
         ] {
             cmd.env_remove(var);
         }

@@ -108,7 +108,8 @@ pub struct CreatedTask {
     pub interrupted: Option<i32>,
 }
 
-/// The branch prefix configured under `grove.branchPrefix`, or the default.
+/// The branch prefix configured under `grove.branchPrefix`, else the user's
+/// (`branch-prefix` in config.toml), else the default.
 pub fn branch_prefix(config: Option<&Config>) -> String {
     config
         .and_then(|c| {
@@ -118,6 +119,7 @@ pub fn branch_prefix(config: Option<&Config>) -> String {
                 .as_str()
                 .map(str::to_string)
         })
+        .or_else(|| crate::userconfig::get().ok()?.branch_prefix.clone())
         .unwrap_or_else(|| DEFAULT_BRANCH_PREFIX.to_string())
 }
 

@@ -80,7 +80,12 @@ pub(super) fn plan(
     let dir = match &task.dir {
         Some(d) if d.is_absolute() => d.clone(),
         Some(d) => project.cwd.join(d),
-        None => crate::home::worktrees_dir(&project.main_root)?.join(format!("thread-{short}")),
+        None => match crate::userconfig::get()?.worktree_dir.as_deref() {
+            Some(template) => {
+                crate::userconfig::worktree_dir(template, &project.main_root, &id, &branch)
+            }
+            None => crate::home::worktrees_dir(&project.main_root)?.join(format!("thread-{short}")),
+        },
     };
     if std::fs::symlink_metadata(&dir).is_ok()
         && std::fs::read_dir(&dir)

@@ -91,12 +91,12 @@ fn has_lfs() -> bool {
 
 #[test]
 fn no_lfs_checks_lfs_files_out_as_pointers() {
-    if !has_lfs() {
-        assert!(
-            std::env::var_os("GROVE_REQUIRE_LFS").is_none(),
-            "git-lfs is required here (GROVE_REQUIRE_LFS)"
-        );
-        eprintln!("skipped: git-lfs is not installed");
+    if !needs(
+        "git-lfs",
+        has_lfs(),
+        "GROVE_SKIP_LFS",
+        "`apt-get install git-lfs`",
+    ) {
         return;
     }
     let sb = Sandbox::new();

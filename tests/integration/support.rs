@@ -355,3 +355,20 @@ pub fn append_stdin(sb: &Sandbox, dir: &Path, id: &str, input: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A tool a test needs and cannot run without: missing, the test fails
+/// saying how to install it — unless `skip_var` is set to 1, which skips it
+/// with a notice (`GROVE_SKIP_BROWSER=1`, `GROVE_SKIP_LFS=1`,
+/// `GROVE_SKIP_SHELLS=1`). Returns whether the test goes on.
+pub fn needs(tool: &str, present: bool, skip_var: &str, install: &str) -> bool {
+    if present {
+        return true;
+    }
+    assert!(
+        std::env::var(skip_var).is_ok_and(|v| v == "1"),
+        "{tool} is needed by this test and is not installed: {install} \
+         (or set {skip_var}=1 to skip the tests that need it)"
+    );
+    eprintln!("SKIPPED ({skip_var}=1): {tool} is not installed");
+    false
+}

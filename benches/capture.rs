@@ -10,6 +10,9 @@
 //! The last check: every round's two messages are in the thread, once.
 //! GROVE_BENCH_SCALE shrinks the transcript for a quick look.
 
+// Tests and benchmarks start git, grove and their baselines themselves.
+#![allow(clippy::disallowed_methods)]
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

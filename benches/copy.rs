@@ -7,6 +7,9 @@
 //! removed between rounds (untimed). Ratio of medians; target <= 1.2.
 //! GROVE_BENCH_SCALE shrinks the tree for a quick look.
 
+// Tests and benchmarks start git, grove and their baselines themselves.
+#![allow(clippy::disallowed_methods)]
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};

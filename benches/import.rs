@@ -14,6 +14,9 @@
 //! Peak memory is each child's own maximum resident set, from `wait4`.
 //! GROVE_BENCH_SCALE shrinks the transcript for a quick look.
 
+// Tests and benchmarks start git, grove and their baselines themselves.
+#![allow(clippy::disallowed_methods)]
+
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -4,6 +4,9 @@
 //! files, 1 GB in all (100 threads of 10 MB), page cache warm, alternating
 //! rounds in one run: ratio of medians. GROVE_BENCH_SCALE shrinks it.
 
+// Tests and benchmarks start git, grove and their baselines themselves.
+#![allow(clippy::disallowed_methods)]
+
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};

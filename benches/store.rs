@@ -4,6 +4,9 @@
 //! grove and its baseline alternately in the same run and reports medians.
 //! Sizes can be scaled down with GROVE_BENCH_SCALE (e.g. 0.1) for a quick look.
 
+// Tests and benchmarks start git, grove and their baselines themselves.
+#![allow(clippy::disallowed_methods)]
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -13,6 +13,9 @@
 //!
 //! GROVE_BENCH_SCALE (e.g. 0.2) shrinks the sizes for a quick look.
 
+// Tests and benchmarks start git, grove and their baselines themselves.
+#![allow(clippy::disallowed_methods)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

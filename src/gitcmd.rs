@@ -77,6 +77,8 @@ impl Git {
     }
 
     /// [`Git::output`] with `env` set for git (`GIT_LFS_SKIP_SMUDGE=1`).
+    // The one place git runs (with `bytes`).
+    #[allow(clippy::disallowed_methods)]
     pub fn output_with_env(
         &self,
         dir: &Path,
@@ -111,6 +113,7 @@ impl Git {
     /// are not UTF-8), failing with git's message on a non-zero exit.
     /// `read_only` sets `GIT_OPTIONAL_LOCKS=0`, so git does not take the
     /// index lock or refresh the index of a worktree it only reads.
+    #[allow(clippy::disallowed_methods)]
     pub fn bytes(
         &self,
         dir: &Path,

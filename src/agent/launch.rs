@@ -38,6 +38,8 @@ pub struct Exit {
 
 /// Runs `argv` in `dir` with `env` added, in the foreground, until it ends.
 /// `started` is told the agent's process id once it runs.
+// The agent runs in the foreground on the user's terminal: a plain process.
+#[allow(clippy::disallowed_methods)]
 pub fn run(
     argv: &[String],
     program: &Path,

@@ -217,35 +217,21 @@ fn notify(project: &Project, thread: &Thread) -> Result<bool> {
     let log2 = log
         .try_clone()
         .map_err(|e| Error::io("opening", thread.dir(), e))?;
-    let mut cmd = shell(&notify.command);
-    cmd.current_dir(&project.root)
+    let expr = crate::hooks::shell(&notify.command)
+        .dir(&project.root)
         .env("GROVE_THREAD_ID", &meta.thread_id)
         .env("GROVE_THREAD_TITLE", &meta.title)
         .env("GROVE_AGENT_STATE", "waiting")
         .env("GROVE_AGENT", &meta.agent.id)
         .env("GROVE_WORKTREE", &project.root)
-        .stdin(std::process::Stdio::null())
-        .stdout(log)
-        .stderr(log2);
+        .stdin_null()
+        .stdout_file(log)
+        .stderr_file(log2)
+        .unchecked();
     // Not waited for: the agent goes on at once.
-    cmd.spawn()
+    expr.start()
         .map_err(|e| Error::Other(format!("cannot run {:?}: {e}", notify.command)))?;
     Ok(true)
-}
-
-fn shell(command: &str) -> std::process::Command {
-    #[cfg(windows)]
-    {
-        let mut c = std::process::Command::new("cmd");
-        c.args(["/C", command]);
-        c
-    }
-    #[cfg(not(windows))]
-    {
-        let mut c = std::process::Command::new("sh");
-        c.args(["-c", command]);
-        c
-    }
 }
 
 /// The thread's `logs/capture.log`, opened to append.

@@ -189,13 +189,14 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
             (None, true) => "removed".to_string(),
             (None, false) => "would remove".to_string(),
         };
+        // What and why first; the path, longest, last.
         let line = format!(
             "{}  {}  [{}]  {}  {}",
             s.text(id),
-            s.text(c.worktree_path.as_deref().unwrap_or("-")),
-            c.reasons.join(", "),
             s.text(&action),
-            s.text(&c.title)
+            c.reasons.join(", "),
+            s.text(&c.title),
+            s.text(c.worktree_path.as_deref().unwrap_or("-")),
         );
         out.line(&match width {
             Some(w) => super::table::fit(&line, w),

@@ -472,11 +472,7 @@ fn exec_in(
     id: &str,
     ports: &[u16],
 ) -> anyhow::Result<i32> {
-    #[cfg(windows)]
-    let expr = duct::cmd("cmd", ["/C", cmd]);
-    #[cfg(not(windows))]
-    let expr = duct::cmd("sh", ["-c", cmd]);
-    let mut expr = expr
+    let mut expr = grove::hooks::shell(cmd)
         .dir(worktree)
         .env("GROVE_PROMPT", prompt)
         .env("GROVE_THREAD_ID", id)

@@ -27,7 +27,12 @@ pub fn current_platform() -> &'static str {
     }
 }
 
-fn shell(command: &str) -> duct::Expression {
+/// A shell command line, as every command grove runs for the user does:
+/// `sh -c` (`cmd /C` on Windows). With [`crate::gitcmd`] (git) and
+/// [`crate::agent::launch`] (the agent, in the foreground), the only place
+/// grove starts a process (clippy.toml holds the rest to it).
+#[allow(clippy::disallowed_methods)]
+pub fn shell(command: &str) -> duct::Expression {
     #[cfg(windows)]
     {
         duct::cmd("cmd", ["/C", command])
@@ -194,6 +199,7 @@ fn kill_tree(pid: u32) {
 }
 
 #[cfg(windows)]
+#[allow(clippy::disallowed_methods)]
 fn kill_tree(pid: u32) {
     let _ = duct::cmd("taskkill", ["/T", "/F", "/PID", &pid.to_string()])
         .stdout_null()

@@ -8,7 +8,7 @@ mod trust;
 
 use serde::{Deserialize, Serialize};
 
-pub use commands::{CommandEnv, current_platform, run_command};
+pub use commands::{CommandEnv, current_platform, run_command, shell};
 pub use symlinks::{apply_copy, apply_symlink, checked_hook_path, checked_relative};
 pub use trust::{TrustStore, commands_hash, teardown_hash};
 

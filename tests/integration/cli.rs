@@ -345,3 +345,55 @@ fn a_relative_grove_home_is_made_absolute_once() {
         "the hook, run in the worktree, sees it absolute"
     );
 }
+
+/// Every subcommand of `grove --help`, and every flag of its own `--help`,
+/// is in the README.
+#[test]
+fn every_subcommand_and_flag_of_help_is_in_the_readme() {
+    let sb = Sandbox::new();
+    let dir = sb.dir("d");
+    let readme =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+            .unwrap();
+    let help = ok(sb.grove(&dir).args(["--help"]));
+    let commands: Vec<String> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        // A description's continuation lines are indented further.
+        .filter(|l| !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .filter(|c| c != "help")
+        .collect();
+    assert!(commands.len() > 25, "{help}");
+    let mut missing = Vec::new();
+    for c in &commands {
+        if !readme.contains(&format!("grove {c}")) {
+            missing.push(format!("grove {c}"));
+        }
+        let sub = ok(sb.grove(&dir).args([c.as_str(), "--help"]));
+        for line in sub.lines().skip_while(|l| !l.starts_with("Options:")) {
+            // An option's own line starts with it (`  -o, --output <FILE>`).
+            if !line.trim_start().starts_with('-') {
+                continue;
+            }
+            let Some(flag) = line
+                .split_whitespace()
+                .take(2)
+                .map(|w| w.trim_end_matches(','))
+                .find(|w| w.starts_with("--"))
+            else {
+                continue;
+            };
+            let flag = flag.split(['=', '[', '<']).next().unwrap();
+            if ["--help", "--version"].contains(&flag) {
+                continue;
+            }
+            if !readme.contains(flag) {
+                missing.push(format!("grove {c} {flag}"));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "not in the README: {missing:#?}");
+}

@@ -1,6 +1,9 @@
 //! grove's integration tests: one binary, one module per area. Every test
 //! builds its own temporary repository and runs the real `grove` binary.
 
+// Tests and benchmarks start git, grove and their baselines themselves.
+#![allow(clippy::disallowed_methods)]
+
 mod support;
 
 mod agents;
@@ -33,6 +36,7 @@ mod remove;
 mod robust;
 mod search;
 mod shell;
+mod snapshots_human;
 mod teardown;
 mod validate;
 mod worktree;

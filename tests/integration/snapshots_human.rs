@@ -1,0 +1,137 @@
+//! Snapshots of the human output people read — `list`, `show`, `gc`'s
+//! plan, the trust question, the main errors — with paths, ids and times
+//! redacted and the width pinned (COLUMNS), so a change to any of them is
+//! seen in review (`cargo insta review`, or INSTA_UPDATE=always).
+
+use std::path::Path;
+
+use crate::support::*;
+
+/// Redactions: the sandbox's path, thread ids (UUIDs and their 8-character
+/// prefixes), branch names made from them, times and ages.
+fn settings(sb: &Sandbox) -> insta::Settings {
+    let mut s = insta::Settings::clone_current();
+    s.set_snapshot_path("snapshots");
+    s.set_prepend_module_to_snapshot(false);
+    s.add_filter(&regex_escape(&sb.path().display().to_string()), "[SANDBOX]");
+    s.add_filter(
+        r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+        "[UUID]",
+    );
+    s.add_filter(r"grove/[0-9a-f]{8}", "grove/[ID8]");
+    s.add_filter(r"thread-[0-9a-f]{8}", "thread-[ID8]");
+    s.add_filter(r"app-[0-9a-f]{8}", "app-[HASH]");
+    s.add_filter(r"(?m)^[0-9a-f]{8}( |$)", "[ID8]$1");
+    s.add_filter(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d+)?Z", "[TIME]");
+    s.add_filter(r"\b\d+(s|m|h|d)\b( ago)?", "[AGE]");
+    s.add_filter(r"\(\d+ ms\)", "([MS] ms)");
+    s.add_filter(r"\b[0-9a-f]{12}\b", "[COMMIT]");
+    s
+}
+
+fn regex_escape(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if "\\.+*?()|[]{}^$#&-~".contains(c) {
+                format!("\\{c}")
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+fn human(sb: &Sandbox, dir: &Path, args: &[&str]) -> String {
+    human_at(sb, dir, args, 100)
+}
+
+/// At `columns` wide: wide enough, where a row holds a path (whose length
+/// is the machine's), that nothing is cut before the path is redacted.
+fn human_at(sb: &Sandbox, dir: &Path, args: &[&str], columns: usize) -> String {
+    let out = run(sb.grove(dir).args(args).env("COLUMNS", columns.to_string()));
+    format!(
+        "exit: {}\n--- stdout\n{}--- stderr\n{}",
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn human_output_of_list_show_gc_and_the_main_errors() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let task = new_task(
+        &sb,
+        &repo,
+        &["Fix the login bug", "--prompt", "Look at auth.ts"],
+    );
+    let id = task["threadId"].as_str().unwrap().to_string();
+    append_stdin(
+        &sb,
+        &repo,
+        &id,
+        r#"{"role":"agent","content":[{"type":"text","text":"Reading auth.ts."}],"toolCalls":[{"toolCallId":"t1","name":"Read","status":"completed","input":"{\"file_path\":\"auth.ts\"}","output":"export function login() {}"}]}"#,
+    );
+    new_task(
+        &sb,
+        &repo,
+        &["A second task with a title long enough to be cut at a hundred columns wide, surely"],
+    );
+    settings(&sb).bind(|| {
+        insta::assert_snapshot!("list", human(&sb, &repo, &["list"]));
+        insta::assert_snapshot!("show", human(&sb, &repo, &["show", &id]));
+        insta::assert_snapshot!(
+            "gc_plan",
+            human_at(&sb, &repo, &["gc", "--older-than", "0s"], 1000)
+        );
+        insta::assert_snapshot!("error_no_thread", human(&sb, &repo, &["show", "nosuch"]));
+        insta::assert_snapshot!(
+            "error_not_a_repository",
+            human(&sb, &sb.dir("plain"), &["new", "x"])
+        );
+        insta::assert_snapshot!(
+            "error_usage",
+            human(&sb, &repo, &["list", "--status", "stale"])
+        );
+    });
+}
+
+#[test]
+fn the_trust_question_as_a_terminal_shows_it() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    write_config(
+        &repo,
+        serde_json::json!({"specVersion": "1.1", "worktreeHooks": {"postSetupCommands": [
+            {"command": "npm ci", "label": "Install"}, {"command": "make setup"}]}}),
+    );
+    let mut cmd = std::process::Command::new("script");
+    sb.env(&mut cmd);
+    let out = cmd
+        .args(["-qec", &format!("{GROVE} --color never new t"), "/dev/null"])
+        .env("COLUMNS", "100")
+        .env("NO_COLOR", "1")
+        .current_dir(&repo)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(b"n\n")?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n");
+    // Up to the question; the terminal's echo of the answer, which may come
+    // before or after it, left out.
+    let end = shown
+        .find("[y/N]")
+        .map_or(shown.len(), |i| i + "[y/N]".len());
+    let question: String = shown[..end]
+        .lines()
+        .filter(|l| l.trim() != "n")
+        .map(|l| format!("{l}\n"))
+        .collect();
+    settings(&sb).bind(|| insta::assert_snapshot!("trust_question", question));
+}

@@ -135,3 +135,57 @@ fn the_trust_question_as_a_terminal_shows_it() {
         .collect();
     settings(&sb).bind(|| insta::assert_snapshot!("trust_question", question));
 }
+
+/// On a terminal a hook's spinner is cleared when the hook ends: nothing of
+/// it is left drawn above the trust question that follows (here the
+/// submodules' update spins before the question).
+#[test]
+fn no_spinner_is_left_above_the_trust_question() {
+    let sb = Sandbox::new();
+    let config = sb.path().join("gitconfig");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("[protocol \"file\"]\n\tallow = always\n");
+    std::fs::write(&config, text).unwrap();
+    let lib = sb.repo("lib");
+    let repo = sb.repo("app");
+    sb.git(
+        &repo,
+        &["submodule", "add", "-q", lib.to_str().unwrap(), "lib"],
+    );
+    sb.git(&repo, &["commit", "-qm", "lib"]);
+    write_config(
+        &repo,
+        serde_json::json!({"specVersion": "1.1", "worktreeHooks": {"postSetupCommands": [{"command": "true"}]}}),
+    );
+    let mut cmd = std::process::Command::new("script");
+    sb.env(&mut cmd);
+    let out = cmd
+        .args(["-qec", &format!("{GROVE} --color never new t"), "/dev/null"])
+        .current_dir(&repo)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(b"n\n")?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("hook ok: git submodule update"), "{shown:?}");
+    let question = shown.find("This repository's").expect("the question");
+    // What the terminal shows last before the question: the line it starts
+    // on, after the last clear-line or newline.
+    let before = &shown[..question];
+    let line_start = before
+        .rfind(['\n', '\r'])
+        .max(before.rfind("\u{1b}[2K").map(|i| i + 3))
+        .map_or(0, |i| i + 1);
+    let on_the_line = &before[line_start..];
+    assert!(
+        !on_the_line
+            .chars()
+            .any(|c| ('\u{2800}'..='\u{28ff}').contains(&c)),
+        "a spinner glyph is left before the question: {on_the_line:?}"
+    );
+}

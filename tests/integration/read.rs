@@ -433,6 +433,15 @@ fn list_filters_sorts_by_activity_and_all_shows_other_repositories_real_status()
         .env("COLUMNS", "120"));
     let line = table.lines().find(|l| l.contains("In the other")).unwrap();
     assert!(line.contains(" lib "), "{line}");
+
+    // A locked worktree is marked.
+    sb.git(
+        &repo,
+        &["worktree", "lock", a["worktreePath"].as_str().unwrap()],
+    );
+    let table = ok(sb.grove(&repo).args(["list"]).env("COLUMNS", "120"));
+    let line = table.lines().find(|l| l.contains("Alpha")).unwrap();
+    assert!(line.contains("(locked)"), "{line}");
 }
 
 fn a_created(task: &serde_json::Value) -> String {

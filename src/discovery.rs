@@ -135,11 +135,24 @@ pub struct Discovered {
 /// The cache is read last, and only for the threads no worktree answered
 /// for: a live thread's copy is never parsed.
 pub fn discover(project: &Project, options: Options) -> Result<Discovered> {
+    discover_matching(project, options, &|_| true)
+}
+
+/// [`discover`] of the threads whose id `keep` accepts: the others are not
+/// read (their directory names are, nothing more).
+pub fn discover_matching(
+    project: &Project,
+    options: Options,
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<Discovered> {
     let mut out = Discovered::default();
     let main_root = project.main_root.clone();
     let mut seen: HashSet<String> = HashSet::new();
-    add_local(project, &mut out, &mut seen);
-    let cached_ids = cache::entries(Some(&main_root))?;
+    add_local(project, &mut out, &mut seen, keep);
+    let cached_ids: Vec<(String, PathBuf)> = cache::entries(Some(&main_root))?
+        .into_iter()
+        .filter(|(id, _)| keep(id))
+        .collect();
     let unseen = |seen: &HashSet<String>, ids: &[(String, PathBuf)]| {
         ids.iter()
             .filter(|(id, _)| !seen.contains(id))
@@ -155,7 +168,7 @@ pub fn discover(project: &Project, options: Options) -> Result<Discovered> {
         let worktrees = linked_worktrees(repo, &main_root, &mut out.errors);
         let mut live = Vec::new();
         for wt in worktrees.iter().filter(|w| w.path.is_dir()) {
-            for f in worktree_threads(&main_root, wt, &mut out.errors) {
+            for f in worktree_threads(&main_root, wt, &mut out.errors, keep) {
                 if seen.insert(f.thread.id().to_string()) {
                     live.push(out.threads.len());
                     out.threads.push(f);
@@ -213,7 +226,9 @@ pub fn discover(project: &Project, options: Options) -> Result<Discovered> {
     if options.all_repos {
         let others = cache::entries(None)?
             .into_iter()
-            .filter(|(id, dir)| !seen.contains(id) && !cached_ids.iter().any(|(_, d)| d == dir))
+            .filter(|(id, dir)| {
+                keep(id) && !seen.contains(id) && !cached_ids.iter().any(|(_, d)| d == dir)
+            })
             .collect();
         let (all, errors) = cache::load(others);
         out.errors.extend(errors);
@@ -235,7 +250,7 @@ pub fn discover(project: &Project, options: Options) -> Result<Discovered> {
                 all_repos: false,
                 ..options
             };
-            if let Ok(found) = discover(&other, options) {
+            if let Ok(found) = discover_matching(&other, options, keep) {
                 out.errors.extend(found.errors);
                 for f in found.threads {
                     if seen.insert(f.thread.id().to_string()) {
@@ -256,8 +271,13 @@ pub fn discover(project: &Project, options: Options) -> Result<Discovered> {
 }
 
 /// The threads of the main checkout's `.agent/`.
-fn add_local(project: &Project, out: &mut Discovered, seen: &mut HashSet<String>) {
-    match project.main_store().list() {
+fn add_local(
+    project: &Project,
+    out: &mut Discovered,
+    seen: &mut HashSet<String>,
+    keep: &dyn Fn(&str) -> bool,
+) {
+    match project.main_store().list_matching(keep) {
         Ok(listing) => {
             out.errors.extend(listing.errors);
             for t in listing.threads {
@@ -313,7 +333,12 @@ fn restore(main_root: &Path, wt: &WorktreeEntry, c: &cache::CachedThread) -> Res
 
 /// The threads of one linked worktree that exists, every one of them kept
 /// in the cache and out of `git status`.
-fn worktree_threads(main_root: &Path, wt: &WorktreeEntry, errors: &mut Vec<Error>) -> Vec<Found> {
+fn worktree_threads(
+    main_root: &Path,
+    wt: &WorktreeEntry,
+    errors: &mut Vec<Error>,
+    keep: &dyn Fn(&str) -> bool,
+) -> Vec<Found> {
     let store = Store::for_project(&wt.path);
     let record = CacheRecord {
         repo_root: main_root.to_string_lossy().into_owned(),
@@ -322,7 +347,7 @@ fn worktree_threads(main_root: &Path, wt: &WorktreeEntry, errors: &mut Vec<Error
         state: CacheState::Live,
         cached_at: crate::atsf::now_timestamp(),
     };
-    let listing = match store.list() {
+    let listing = match store.list_matching(keep) {
         Ok(listing) => listing,
         Err(e) => {
             errors.push(e);
@@ -563,6 +588,28 @@ pub fn resolve(project: &Project, query: &str) -> Result<Found> {
 /// cache entries, each naming its file), for the caller to report.
 pub fn resolve_reporting(project: &Project, query: &str) -> Result<(Found, Vec<Error>)> {
     crate::store::validate_thread_id(query)?;
+    // This repository first, by directory names alone (no thread.json is
+    // read but the one found); other repositories' caches only when nothing
+    // here matches.
+    let here = names_in_repository(project);
+    if let Some(id) = resolve_prefix(query, here.iter().map(String::as_str))? {
+        let id = id.to_string();
+        if let Some(hit) = load_one(project, &id, false)? {
+            return Ok(hit);
+        }
+    }
+    let elsewhere: Vec<String> = cache::entries(None)?
+        .into_iter()
+        .map(|(id, _)| id)
+        .filter(|id| !here.contains(id))
+        .collect();
+    if let Some(id) = resolve_prefix(query, elsewhere.iter().map(String::as_str))? {
+        let id = id.to_string();
+        if let Some(hit) = load_one(project, &id, true)? {
+            return Ok(hit);
+        }
+    }
+    // Nothing by name: the whole walk, to say what could not be read.
     let found = discover(
         project,
         Options {
@@ -582,6 +629,41 @@ pub fn resolve_reporting(project: &Project, query: &str) -> Result<(Found, Vec<E
         .find(|f| f.thread.id() == id)
         .ok_or_else(|| not_found(project, query, &[]))?;
     Ok((live_copy(hit), errors))
+}
+
+/// The thread `id` as discovery finds it, reading that thread alone.
+fn load_one(project: &Project, id: &str, all_repos: bool) -> Result<Option<(Found, Vec<Error>)>> {
+    let options = Options {
+        all_repos,
+        statuses: false,
+    };
+    let found = discover_matching(project, options, &|n| n == id)?;
+    let errors = found.errors;
+    Ok(found
+        .threads
+        .into_iter()
+        .find(|f| f.thread.id() == id)
+        .map(|hit| (live_copy(hit), errors)))
+}
+
+/// The thread directory names of `project`'s repository: its main
+/// `.agent/`, its worktrees', its cache. Nothing is parsed.
+fn names_in_repository(project: &Project) -> Vec<String> {
+    let mut names = project.main_store().thread_dir_names();
+    if project.git.is_some()
+        && let Ok(repo) = Repo::new(&project.main_root)
+    {
+        let mut ignored = Vec::new();
+        for wt in linked_worktrees(&repo, &project.main_root, &mut ignored) {
+            names.extend(Store::for_project(&wt.path).thread_dir_names());
+        }
+    }
+    if let Ok(cached) = cache::entries(Some(&project.main_root)) {
+        names.extend(cached.into_iter().map(|(id, _)| id));
+    }
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// Why nothing matched: a thread that is there but unreadable says so.
@@ -632,7 +714,8 @@ fn live_copy(hit: Found) -> Found {
     let Ok(project) = Project::discover(&wt) else {
         return hit;
     };
-    let Ok(found) = discover(&project, Options::default()) else {
+    let id = hit.thread.id().to_string();
+    let Ok(found) = discover_matching(&project, Options::default(), &|n| n == id) else {
         return hit;
     };
     found

@@ -316,9 +316,16 @@ impl Store {
     /// Every thread's metadata, newest `updatedAt` first. Reads only
     /// `thread.json` files, never `messages.jsonl`.
     pub fn list(&self) -> Result<Listing> {
+        self.list_matching(&|_| true)
+    }
+
+    /// [`Store::list`] of the threads whose directory name `keep` accepts:
+    /// the others' `thread.json` are not read.
+    pub fn list_matching(&self, keep: &dyn Fn(&str) -> bool) -> Result<Listing> {
         let (ids, errors) = self.scan()?;
         let threads: Vec<Thread> = ids
             .into_iter()
+            .filter(|id| keep(id))
             .map(|id| {
                 let dir = self.threads_dir().join(&id);
                 Thread::at(id, dir)

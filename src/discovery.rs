@@ -650,13 +650,8 @@ fn load_one(project: &Project, id: &str, all_repos: bool) -> Result<Option<(Foun
 /// `.agent/`, its worktrees', its cache. Nothing is parsed.
 fn names_in_repository(project: &Project) -> Vec<String> {
     let mut names = project.main_store().thread_dir_names();
-    if project.git.is_some()
-        && let Ok(repo) = Repo::new(&project.main_root)
-    {
-        let mut ignored = Vec::new();
-        for wt in linked_worktrees(&repo, &project.main_root, &mut ignored) {
-            names.extend(Store::for_project(&wt.path).thread_dir_names());
-        }
+    for root in worktree_roots(project) {
+        names.extend(Store::for_project(&root).thread_dir_names());
     }
     if let Ok(cached) = cache::entries(Some(&project.main_root)) {
         names.extend(cached.into_iter().map(|(id, _)| id));
@@ -739,7 +734,70 @@ pub fn find_thread(project: &Project, query: &str) -> Result<Thread> {
             return Ok(thread);
         }
     }
+    // By name in this repository's stores (its worktrees found through
+    // libgit2: no git process): a thread living in one is its own answer.
+    let mut stores = vec![project.main_store()];
+    stores.extend(worktree_roots(project).iter().map(|r| Store::for_project(r)));
+    let mut names: Vec<(String, Option<usize>)> = Vec::new();
+    for (i, store) in stores.iter().enumerate() {
+        names.extend(
+            store
+                .thread_dir_names_starting(query)
+                .into_iter()
+                .map(|n| (n, Some(i))),
+        );
+    }
+    if let Ok(cached) = cache::entries(Some(&project.main_root)) {
+        names.extend(
+            cached
+                .into_iter()
+                .filter(|(id, _)| id.starts_with(query))
+                .map(|(id, _)| (id, None)),
+        );
+    }
+    let found = resolve_prefix(query, names.iter().map(|(n, _)| n.as_str()))?.map(str::to_string);
+    if let Some(id) = found
+        && let Some(Some(i)) = names.iter().find(|(n, _)| *n == id).map(|(_, at)| *at)
+    {
+        let thread = stores[i].thread(&id)?;
+        if std::fs::symlink_metadata(thread.meta_path()).is_ok() {
+            thread.guard()?;
+            return Ok(thread);
+        }
+    }
     Ok(resolve(project, query)?.thread)
+}
+
+/// The roots of the repository's linked worktrees that exist, read with
+/// libgit2 (no git process); through git when libgit2 cannot open it.
+fn worktree_roots(project: &Project) -> Vec<PathBuf> {
+    if project.git.is_none() {
+        return Vec::new();
+    }
+    // No `.git/worktrees/`: no linked worktree, nothing to open.
+    let dot_git = project.main_root.join(".git");
+    if dot_git.is_dir() && !dot_git.join("worktrees").is_dir() {
+        return Vec::new();
+    }
+    if let Ok(git) = git2::Repository::open(&project.main_root)
+        && let Ok(names) = git.worktrees()
+    {
+        return names
+            .iter()
+            .filter_map(|n| git.find_worktree(n.ok().flatten()?).ok())
+            .map(|w| w.path().to_path_buf())
+            .filter(|p| p.is_dir())
+            .collect();
+    }
+    let Ok(repo) = Repo::new(&project.main_root) else {
+        return Vec::new();
+    };
+    let mut ignored = Vec::new();
+    linked_worktrees(&repo, &project.main_root, &mut ignored)
+        .into_iter()
+        .map(|w| w.path)
+        .filter(|p| p.is_dir())
+        .collect()
 }
 
 /// The cache's copy of `thread`, looked up under the repository its

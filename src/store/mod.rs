@@ -172,6 +172,12 @@ impl Store {
     /// The thread directories, and what is wrong with entries that look like
     /// threads but cannot be used (a symbolic link where a directory should be).
     fn scan(&self) -> Result<(Vec<String>, Vec<Error>)> {
+        self.scan_matching(&|_| true)
+    }
+
+    /// [`Store::scan`] of the names `keep` accepts (the others cost nothing
+    /// but their directory entry).
+    fn scan_matching(&self, keep: &dyn Fn(&str) -> bool) -> Result<(Vec<String>, Vec<Error>)> {
         self.guard()?;
         let dir = self.threads_dir();
         let entries = match std::fs::read_dir(&dir) {
@@ -188,7 +194,7 @@ impl Store {
             let Ok(name) = entry.file_name().into_string() else {
                 continue;
             };
-            if validate_thread_id(&name).is_err() {
+            if !keep(&name) || validate_thread_id(&name).is_err() {
                 continue;
             }
             let path = entry.path();
@@ -268,10 +274,17 @@ impl Store {
     /// The names of every thread directory (valid ids), whether their
     /// `thread.json` can be read or not.
     pub fn thread_dir_names(&self) -> Vec<String> {
+        self.thread_dir_names_starting("")
+    }
+
+    /// [`Store::thread_dir_names`] that start with `prefix`: the others are
+    /// passed over by their raw name, nothing more.
+    pub fn thread_dir_names_starting(&self, prefix: &str) -> Vec<String> {
         let mut ids: Vec<String> = std::fs::read_dir(self.threads_dir())
             .into_iter()
             .flatten()
             .flatten()
+            .filter(|e| e.file_name().as_encoded_bytes().starts_with(prefix.as_bytes()))
             .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
             .filter_map(|e| e.file_name().into_string().ok())
             .filter(|n| validate_thread_id(n).is_ok())
@@ -322,10 +335,9 @@ impl Store {
     /// [`Store::list`] of the threads whose directory name `keep` accepts:
     /// the others' `thread.json` are not read.
     pub fn list_matching(&self, keep: &dyn Fn(&str) -> bool) -> Result<Listing> {
-        let (ids, errors) = self.scan()?;
+        let (ids, errors) = self.scan_matching(keep)?;
         let threads: Vec<Thread> = ids
             .into_iter()
-            .filter(|id| keep(id))
             .map(|id| {
                 let dir = self.threads_dir().join(&id);
                 Thread::at(id, dir)

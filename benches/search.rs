@@ -43,9 +43,21 @@ fn fill(path: &Path, bytes: usize, thread: usize) {
     out.flush().expect("flush");
 }
 
+/// Runs `cmd` with its output going into a pipe that is read, as a caller
+/// reads it: with stdout on /dev/null GNU grep stops reading a file at its
+/// first match, which would flatter the baseline.
 fn time(mut cmd: Command) -> Duration {
+    use std::io::Read;
     let start = Instant::now();
-    let status = cmd.stdout(Stdio::null()).status().expect("run");
+    let mut child = cmd.stdout(Stdio::piped()).spawn().expect("run");
+    let mut sink = Vec::new();
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_end(&mut sink)
+        .expect("read");
+    let status = child.wait().expect("wait");
     let elapsed = start.elapsed();
     assert!(status.success(), "{cmd:?}");
     elapsed

@@ -119,12 +119,29 @@ fn main() {
         move || {
             env.grove(
                 &dir,
-                &["append", &name, "--role", "user", "--text", "x", "--no-fsync"],
+                &[
+                    "append",
+                    &name,
+                    "--role",
+                    "user",
+                    "--text",
+                    "x",
+                    "--no-fsync",
+                ],
             )
         }
     };
-    let (p, f) = compare(env, append(&big, id[..8].to_string()), append(&big, id.clone()));
-    report(&format!("append by prefix vs full id, {n} threads in the project"), p, f, 2.0);
+    let (p, f) = compare(
+        env,
+        append(&big, id[..8].to_string()),
+        append(&big, id.clone()),
+    );
+    report(
+        &format!("append by prefix vs full id, {n} threads in the project"),
+        p,
+        f,
+        2.0,
+    );
 
     // 10,000 cached threads of another repository.
     let other = repo(&root, "other");
@@ -134,14 +151,26 @@ fn main() {
         let meta = grove::threads::new_meta(&format!("cached {i}"), "bench", Default::default());
         let dir = cache.join(&meta.thread_id);
         std::fs::create_dir_all(&dir).expect("entry");
-        std::fs::write(dir.join("thread.json"), grove::atsf::to_pretty(&meta).expect("json"))
-            .expect("thread.json");
+        std::fs::write(
+            dir.join("thread.json"),
+            grove::atsf::to_pretty(&meta).expect("json"),
+        )
+        .expect("thread.json");
         std::fs::write(dir.join("messages.jsonl"), "").expect("log");
     }
     let small = repo(&root, "small");
     let id = threads(&small, 2);
-    let (p, f) = compare(env, append(&small, id[..8].to_string()), append(&small, id.clone()));
-    report(&format!("append by prefix vs full id, {n} cached threads of another repository"), p, f, 1.2);
+    let (p, f) = compare(
+        env,
+        append(&small, id[..8].to_string()),
+        append(&small, id.clone()),
+    );
+    report(
+        &format!("append by prefix vs full id, {n} cached threads of another repository"),
+        p,
+        f,
+        1.2,
+    );
 
     // A worktree thread by full id: from the main checkout vs from its worktree.
     let out = env
@@ -153,7 +182,12 @@ fn main() {
     let tid = task["threadId"].as_str().expect("id").to_string();
     let wt = PathBuf::from(task["worktreePath"].as_str().expect("wt"));
     let (m, w) = compare(env, append(&small, tid.clone()), append(&wt, tid.clone()));
-    report("append by full id: from the main checkout vs from the worktree", m, w, 1.2);
+    report(
+        "append by full id: from the main checkout vs from the worktree",
+        m,
+        w,
+        1.2,
+    );
 
     // rm of a fresh task: in the 10,000-thread project vs in a 2-thread one.
     let task = |dir: &Path| -> String {

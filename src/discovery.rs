@@ -737,7 +737,11 @@ pub fn find_thread(project: &Project, query: &str) -> Result<Thread> {
     // By name in this repository's stores (its worktrees found through
     // libgit2: no git process): a thread living in one is its own answer.
     let mut stores = vec![project.main_store()];
-    stores.extend(worktree_roots(project).iter().map(|r| Store::for_project(r)));
+    stores.extend(
+        worktree_roots(project)
+            .iter()
+            .map(|r| Store::for_project(r)),
+    );
     let mut names: Vec<(String, Option<usize>)> = Vec::new();
     for (i, store) in stores.iter().enumerate() {
         names.extend(

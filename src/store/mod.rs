@@ -284,7 +284,11 @@ impl Store {
             .into_iter()
             .flatten()
             .flatten()
-            .filter(|e| e.file_name().as_encoded_bytes().starts_with(prefix.as_bytes()))
+            .filter(|e| {
+                e.file_name()
+                    .as_encoded_bytes()
+                    .starts_with(prefix.as_bytes())
+            })
             .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
             .filter_map(|e| e.file_name().into_string().ok())
             .filter(|n| validate_thread_id(n).is_ok())

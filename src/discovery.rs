@@ -224,50 +224,61 @@ pub fn discover_matching(
         }
     }
     if options.all_repos {
-        let others = cache::entries(None)?
-            .into_iter()
-            .filter(|(id, dir)| {
-                keep(id) && !seen.contains(id) && !cached_ids.iter().any(|(_, d)| d == dir)
-            })
-            .collect();
-        let (all, errors) = cache::load(others);
-        out.errors.extend(errors);
-        // Repositories still there answer for their own tasks, with real
-        // statuses; the cache, for what is gone.
-        let roots: std::collections::BTreeSet<PathBuf> = all
-            .iter()
-            .map(|c| PathBuf::from(&c.record.repo_root))
-            .filter(|r| *r != main_root && r.is_dir())
-            .collect();
-        for root in roots {
-            let Ok(other) = Project::discover(&root) else {
-                continue;
-            };
-            if other.main_root == main_root {
-                continue;
-            }
-            let options = Options {
-                all_repos: false,
-                ..options
-            };
-            if let Ok(found) = discover_matching(&other, options, keep) {
-                out.errors.extend(found.errors);
-                for f in found.threads {
-                    if seen.insert(f.thread.id().to_string()) {
-                        out.threads.push(f);
-                    }
-                }
-            }
-        }
-        for c in all {
-            if Path::new(&c.record.repo_root) != main_root && seen.insert(c.thread.id().to_string())
-            {
-                out.threads.push(from_cache(&c, Status::Removed, None));
-            }
-        }
+        let known: Vec<&Path> = cached_ids.iter().map(|(_, d)| d.as_path()).collect();
+        add_other_repositories(&mut out, &mut seen, &main_root, &known, options, keep)?;
     }
     sort_newest_first(&mut out.threads);
     Ok(out)
+}
+
+/// `--all`: the other repositories of grove's cache. Those still there
+/// answer for their own tasks, with real statuses; the cache, for what is
+/// gone.
+fn add_other_repositories(
+    out: &mut Discovered,
+    seen: &mut HashSet<String>,
+    main_root: &Path,
+    ours: &[&Path],
+    options: Options,
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<()> {
+    let others = cache::entries(None)?
+        .into_iter()
+        .filter(|(id, dir)| keep(id) && !seen.contains(id) && !ours.contains(&dir.as_path()))
+        .collect();
+    let (all, errors) = cache::load(others);
+    out.errors.extend(errors);
+    let roots: std::collections::BTreeSet<PathBuf> = all
+        .iter()
+        .map(|c| PathBuf::from(&c.record.repo_root))
+        .filter(|r| r != main_root && r.is_dir())
+        .collect();
+    let options = Options {
+        all_repos: false,
+        ..options
+    };
+    for root in roots {
+        let Ok(other) = Project::discover(&root) else {
+            continue;
+        };
+        if other.main_root == main_root {
+            continue;
+        }
+        if let Ok(found) = discover_matching(&other, options, keep) {
+            out.errors.extend(found.errors);
+            for f in found.threads {
+                if seen.insert(f.thread.id().to_string()) {
+                    out.threads.push(f);
+                }
+            }
+        }
+    }
+    for c in all {
+        if Path::new(&c.record.repo_root) != main_root && seen.insert(c.thread.id().to_string()) {
+            out.threads.push(from_cache(&c, Status::Removed, None));
+        }
+    }
+    Ok(())
 }
 
 /// The threads of the main checkout's `.agent/`.
@@ -591,17 +602,16 @@ pub fn resolve_reporting(project: &Project, query: &str) -> Result<(Found, Vec<E
     // This repository first, by directory names alone (no thread.json is
     // read but the one found); other repositories' caches only when nothing
     // here matches.
-    let here = names_in_repository(project);
-    if let Some(id) = resolve_prefix(query, here.iter().map(String::as_str))? {
-        let id = id.to_string();
-        if let Some(hit) = load_one(project, &id, false)? {
-            return Ok(hit);
-        }
+    let here = Names::of(project, query);
+    if let Some(id) = here.resolve(query)?
+        && let Some(hit) = load_one(project, &id, false)?
+    {
+        return Ok(hit);
     }
     let elsewhere: Vec<String> = cache::entries(None)?
         .into_iter()
         .map(|(id, _)| id)
-        .filter(|id| !here.contains(id))
+        .filter(|id| id.starts_with(query) && !here.contains(id))
         .collect();
     if let Some(id) = resolve_prefix(query, elsewhere.iter().map(String::as_str))? {
         let id = id.to_string();
@@ -646,19 +656,53 @@ fn load_one(project: &Project, id: &str, all_repos: bool) -> Result<Option<(Foun
         .map(|hit| (live_copy(hit), errors)))
 }
 
-/// The thread directory names of `project`'s repository: its main
-/// `.agent/`, its worktrees', its cache. Nothing is parsed.
-fn names_in_repository(project: &Project) -> Vec<String> {
-    let mut names = project.main_store().thread_dir_names();
-    for root in worktree_roots(project) {
-        names.extend(Store::for_project(&root).thread_dir_names());
+/// The thread directory names of `project`'s repository that start with
+/// `prefix` — its main `.agent/`, its worktrees' (found through libgit2),
+/// its cache — each with the store holding it (`None`: the cache only).
+/// Nothing is parsed; other names cost only their directory entry.
+struct Names {
+    stores: Vec<Store>,
+    names: Vec<(String, Option<usize>)>,
+}
+
+impl Names {
+    fn of(project: &Project, prefix: &str) -> Names {
+        let mut stores = vec![project.main_store()];
+        stores.extend(
+            worktree_roots(project)
+                .iter()
+                .map(|r| Store::for_project(r)),
+        );
+        let mut names = Vec::new();
+        for (i, store) in stores.iter().enumerate() {
+            let found = store.thread_dir_names_starting(prefix);
+            names.extend(found.into_iter().map(|n| (n, Some(i))));
+        }
+        if let Ok(cached) = cache::entries(Some(&project.main_root)) {
+            let found = cached.into_iter().filter(|(id, _)| id.starts_with(prefix));
+            names.extend(found.map(|(id, _)| (id, None)));
+        }
+        Names { stores, names }
     }
-    if let Ok(cached) = cache::entries(Some(&project.main_root)) {
-        names.extend(cached.into_iter().map(|(id, _)| id));
+
+    /// The id `query` names here, if one.
+    fn resolve(&self, query: &str) -> Result<Option<String>> {
+        let ids = self.names.iter().map(|(n, _)| n.as_str());
+        Ok(resolve_prefix(query, ids)?.map(str::to_string))
     }
-    names.sort();
-    names.dedup();
-    names
+
+    fn contains(&self, id: &str) -> bool {
+        self.names.iter().any(|(n, _)| n == id)
+    }
+
+    /// The live thread `id` in one of the stores (not only in the cache).
+    fn live(&self, id: &str) -> Option<Thread> {
+        let at = self.names.iter().find(|(n, _)| n == id)?.1?;
+        let thread = self.stores[at].thread(id).ok()?;
+        std::fs::symlink_metadata(thread.meta_path())
+            .is_ok()
+            .then_some(thread)
+    }
 }
 
 /// Why nothing matched: a thread that is there but unreadable says so.
@@ -736,38 +780,12 @@ pub fn find_thread(project: &Project, query: &str) -> Result<Thread> {
     }
     // By name in this repository's stores (its worktrees found through
     // libgit2: no git process): a thread living in one is its own answer.
-    let mut stores = vec![project.main_store()];
-    stores.extend(
-        worktree_roots(project)
-            .iter()
-            .map(|r| Store::for_project(r)),
-    );
-    let mut names: Vec<(String, Option<usize>)> = Vec::new();
-    for (i, store) in stores.iter().enumerate() {
-        names.extend(
-            store
-                .thread_dir_names_starting(query)
-                .into_iter()
-                .map(|n| (n, Some(i))),
-        );
-    }
-    if let Ok(cached) = cache::entries(Some(&project.main_root)) {
-        names.extend(
-            cached
-                .into_iter()
-                .filter(|(id, _)| id.starts_with(query))
-                .map(|(id, _)| (id, None)),
-        );
-    }
-    let found = resolve_prefix(query, names.iter().map(|(n, _)| n.as_str()))?.map(str::to_string);
-    if let Some(id) = found
-        && let Some(Some(i)) = names.iter().find(|(n, _)| *n == id).map(|(_, at)| *at)
+    let here = Names::of(project, query);
+    if let Some(id) = here.resolve(query)?
+        && let Some(thread) = here.live(&id)
     {
-        let thread = stores[i].thread(&id)?;
-        if std::fs::symlink_metadata(thread.meta_path()).is_ok() {
-            thread.guard()?;
-            return Ok(thread);
-        }
+        thread.guard()?;
+        return Ok(thread);
     }
     Ok(resolve(project, query)?.thread)
 }

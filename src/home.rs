@@ -31,6 +31,14 @@ pub fn data_dir() -> Result<PathBuf> {
         .ok_or_else(|| Error::Other("no data directory on this platform; set GROVE_HOME".into()))
 }
 
+/// The `GROVE_HOME` to pass on to the processes grove starts (hooks, the
+/// agent and its hooks), when it is set: made absolute, as a relative one
+/// means grove's start directory, not the worktree they run in.
+pub fn home_for_children() -> Option<PathBuf> {
+    std::env::var_os("GROVE_HOME").filter(|v| !v.is_empty())?;
+    data_dir().ok()
+}
+
 /// A directory name for a repository that is readable and unique:
 /// `<name>-<8 hex of the root's path hash>`, so two repositories with the
 /// same name never share a folder.

@@ -132,9 +132,7 @@ pub fn run(plan: &Plan, grove: &Path) -> Result<Outcome> {
     ];
     // A relative GROVE_HOME means grove's start directory: the agent's
     // hooks (run in the worktree) get it absolute.
-    if std::env::var_os("GROVE_HOME").is_some()
-        && let Ok(home) = crate::home::data_dir()
-    {
+    if let Some(home) = crate::home::home_for_children() {
         env.push(("GROVE_HOME".into(), home.to_string_lossy().into_owned()));
     }
     // The task's ports, for the dev server the agent starts.

@@ -103,44 +103,9 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     }
 
     if apply {
-        let todo = picked.iter().filter(|(_, c)| c.skip.is_none()).count() as u64;
-        let bar = (todo > 1 && std::io::stderr().is_terminal())
-            .then(|| indicatif::ProgressBar::new(todo));
-        for (i, candidate) in picked.iter_mut() {
-            if candidate.skip.is_some() {
-                continue;
-            }
-            let f = &found.threads[*i];
-            if let Some(bar) = &bar {
-                bar.set_message(candidate.title.clone());
-            }
-            let options = RemoveOptions {
-                force: args.force,
-                keep_branch: false,
-                purge: false,
-                reap: args.reap,
-            };
-            if let Err(e) = worktree::remove(&repo, f, options) {
-                candidate.skip = Some(e.to_string());
-            }
-            if let Some(bar) = &bar {
-                bar.inc(1);
-            }
-        }
-        if let Some(bar) = bar {
-            bar.finish_and_clear();
-        }
+        remove_picked(&repo, &found.threads, &mut picked, &args);
     } else if !args.force {
-        // Show now what removal would refuse.
-        for (i, candidate) in picked.iter_mut() {
-            if candidate.skip.is_none() {
-                let reasons = worktree::unsafe_reasons(&repo, &found.threads[*i])?;
-                if !reasons.is_empty() {
-                    candidate.skip =
-                        Some(format!("{}; --force removes it anyway", reasons.join("; ")));
-                }
-            }
-        }
+        mark_refusals(&repo, &found.threads, &mut picked)?;
     }
 
     let candidates: Vec<_> = picked.into_iter().map(|(_, c)| c).collect();
@@ -180,6 +145,69 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         }
         return Ok(exit_code(&errors));
     }
+    print_plan(out, &candidates, apply)?;
+    if !apply {
+        out.status("grove: dry run; pass --yes to remove");
+    }
+    Ok(exit_code(&errors))
+}
+
+/// Removes the picked worktrees gc does not skip (a progress bar on a
+/// terminal when there are several); a removal refused becomes its skip.
+fn remove_picked(
+    repo: &Repo,
+    threads: &[discovery::Found],
+    picked: &mut [(usize, gc::Candidate)],
+    args: &Args,
+) {
+    let todo = picked.iter().filter(|(_, c)| c.skip.is_none()).count() as u64;
+    let bar =
+        (todo > 1 && std::io::stderr().is_terminal()).then(|| indicatif::ProgressBar::new(todo));
+    let options = RemoveOptions {
+        force: args.force,
+        keep_branch: false,
+        purge: false,
+        reap: args.reap,
+    };
+    for (i, candidate) in picked.iter_mut() {
+        if candidate.skip.is_some() {
+            continue;
+        }
+        if let Some(bar) = &bar {
+            bar.set_message(candidate.title.clone());
+        }
+        if let Err(e) = worktree::remove(repo, &threads[*i], options) {
+            candidate.skip = Some(e.to_string());
+        }
+        if let Some(bar) = &bar {
+            bar.inc(1);
+        }
+    }
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+}
+
+/// A dry run shows now what removal would refuse.
+fn mark_refusals(
+    repo: &Repo,
+    threads: &[discovery::Found],
+    picked: &mut [(usize, gc::Candidate)],
+) -> anyhow::Result<()> {
+    for (i, candidate) in picked.iter_mut() {
+        if candidate.skip.is_none() {
+            let reasons = worktree::unsafe_reasons(repo, &threads[*i])?;
+            if !reasons.is_empty() {
+                candidate.skip = Some(format!("{}; --force removes it anyway", reasons.join("; ")));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One line per worktree: what and why first; the path, longest, last.
+fn print_plan(out: &Output, candidates: &[gc::Candidate], apply: bool) -> anyhow::Result<()> {
+    let s = out.style();
     let ids: Vec<&str> = candidates.iter().map(|c| c.thread_id.as_str()).collect();
     let ids = super::table::unique_prefixes(&ids);
     let width = super::table::width();
@@ -189,7 +217,6 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
             (None, true) => "removed".to_string(),
             (None, false) => "would remove".to_string(),
         };
-        // What and why first; the path, longest, last.
         let line = format!(
             "{}  {}  [{}]  {}  {}",
             s.text(id),
@@ -203,10 +230,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
             None => line,
         })?;
     }
-    if !apply {
-        out.status("grove: dry run; pass --yes to remove");
-    }
-    Ok(exit_code(&errors))
+    Ok(())
 }
 
 fn exit_code(errors: &[String]) -> u8 {

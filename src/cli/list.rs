@@ -152,19 +152,44 @@ fn render(
         .collect();
     let mut all_threads = found.threads;
     warnings.extend(catch_up(&mut all_threads));
-    let mut threads = all_threads.clone();
-    let hidden = threads.iter().filter(|f| f.meta.is_archived()).count();
-    threads.retain(|f| {
-        (args.archived || !f.meta.is_archived())
-            && {
-                let tags = f.meta.tags();
-                args.tags.iter().all(|t| tags.contains(t))
-            }
-            && (args.states.is_empty()
-                || state::current(&f.meta).is_some_and(|s| args.states.contains(&s.state)))
-            && (args.statuses.is_empty() || args.statuses.contains(&f.status))
-            && args.agent.as_ref().is_none_or(|a| *a == f.meta.agent.id)
-    });
+    let threads = select(args, &all_threads);
+    let mut w: Vec<u8> = Vec::new();
+    if args.tree {
+        write_tree(&mut w, args, &all_threads, out)?;
+    } else if args.json {
+        let rows: Vec<_> = threads.iter().map(row_json).collect();
+        if args.watch {
+            serde_json::to_writer(&mut w, &rows)?;
+        } else {
+            serde_json::to_writer_pretty(&mut w, &rows)?;
+        }
+        w.write_all(b"\n")?;
+    } else if threads.is_empty() {
+        let hidden = all_threads.iter().filter(|f| f.meta.is_archived()).count();
+        return Ok((String::new(), warnings, Some(empty_note(args, hidden))));
+    } else {
+        write_table(&mut w, args, &threads, out)?;
+    }
+    Ok((String::from_utf8(w)?, warnings, None))
+}
+
+/// The threads `args` asks for, in its order, at most `--limit`.
+fn select(args: &Args, all: &[Found]) -> Vec<Found> {
+    let mut threads: Vec<Found> = all
+        .iter()
+        .filter(|f| {
+            (args.archived || !f.meta.is_archived())
+                && {
+                    let tags = f.meta.tags();
+                    args.tags.iter().all(|t| tags.contains(t))
+                }
+                && (args.states.is_empty()
+                    || state::current(&f.meta).is_some_and(|s| args.states.contains(&s.state)))
+                && (args.statuses.is_empty() || args.statuses.contains(&f.status))
+                && args.agent.as_ref().is_none_or(|a| *a == f.meta.agent.id)
+        })
+        .cloned()
+        .collect();
     match args.sort {
         // Discovery lists by the latest activity already.
         SortKey::Updated => {}
@@ -176,221 +201,237 @@ fn render(
     if let Some(n) = args.limit {
         threads.truncate(n);
     }
-    let mut w: Vec<u8> = Vec::new();
-    if args.tree {
-        // The whole graph, so a hidden thread in the middle of a family is
-        // not shown as deleted; archived threads alone are left out.
-        let graph = Graph::build(&all_threads);
-        if args.json {
-            serde_json::to_writer_pretty(&mut w, &graph)?;
-            w.write_all(b"\n")?;
-        } else {
-            let roots: Vec<&str> = graph
-                .roots()
-                .into_iter()
-                .filter(|n| n.exists)
-                .filter(|n| {
-                    args.archived || !n.archived || !graph.children_of(&n.thread_id).is_empty()
-                })
-                .map(|n| n.thread_id.as_str())
-                .collect();
-            super::tree::write(&mut w, out.style(), &graph, &roots, None, true)?;
-        }
-    } else if args.json {
-        let rows: Vec<_> = threads
-            .iter()
-            .map(|f| {
-                json!({
-                    "threadId": f.meta.thread_id,
-                    "title": f.meta.title,
-                    "status": f.status,
-                    "createdAt": f.meta.created_at,
-                    "updatedAt": f.meta.updated_at,
-                    "agent": f.meta.agent.id,
-                    "stats": f.meta.stats,
-                    "branch": f.branch,
-                    "worktreePath": f.worktree,
-                    "locked": f.locked.is_some(),
-                    "threadDir": f.thread.dir(),
-                    "repoRoot": f.repo_root,
-                    "archived": f.meta.is_archived(),
-                    "tags": f.meta.tags(),
-                    "originThreadID": f.meta.origin(),
-                    "mainThreadID": f.meta.main_thread_id,
-                    "relationships": f.meta.relationships(),
-                    "conversationSummary": f.meta.conversation_summary,
-                    "nextSteps": f.meta.next_steps,
-                    "git": f.meta.git,
-                    "agentState": state::current(&f.meta),
-                    "integrated": f.integration,
-                })
-            })
-            .collect();
-        if args.watch {
-            serde_json::to_writer(&mut w, &rows)?;
-        } else {
-            serde_json::to_writer_pretty(&mut w, &rows)?;
-        }
+    threads
+}
+
+/// `--tree`: the whole graph, so a hidden thread in the middle of a family
+/// is not shown as deleted; archived threads alone are left out.
+fn write_tree(w: &mut Vec<u8>, args: &Args, all: &[Found], out: &Output) -> anyhow::Result<()> {
+    let graph = Graph::build(all);
+    if args.json {
+        serde_json::to_writer_pretty(&mut *w, &graph)?;
         w.write_all(b"\n")?;
-    } else if threads.is_empty() {
-        let note = if !args.tags.is_empty() {
-            "grove: no thread has these tags".to_string()
-        } else if !args.states.is_empty() {
-            "grove: no task's agent is in that state".to_string()
-        } else if hidden > 0 {
-            format!("grove: only archived threads ({hidden}); `grove list --archived` shows them")
-        } else {
-            "grove: no threads yet; `grove new \"title\"` starts one".to_string()
-        };
-        return Ok((String::new(), warnings, Some(note)));
+        return Ok(());
+    }
+    let roots: Vec<&str> = graph
+        .roots()
+        .into_iter()
+        .filter(|n| n.exists)
+        .filter(|n| args.archived || !n.archived || !graph.children_of(&n.thread_id).is_empty())
+        .map(|n| n.thread_id.as_str())
+        .collect();
+    super::tree::write(w, out.style(), &graph, &roots, None, true)?;
+    Ok(())
+}
+
+/// One `--json` row.
+fn row_json(f: &Found) -> serde_json::Value {
+    json!({
+        "threadId": f.meta.thread_id,
+        "title": f.meta.title,
+        "status": f.status,
+        "createdAt": f.meta.created_at,
+        "updatedAt": f.meta.updated_at,
+        "agent": f.meta.agent.id,
+        "stats": f.meta.stats,
+        "branch": f.branch,
+        "worktreePath": f.worktree,
+        "locked": f.locked.is_some(),
+        "threadDir": f.thread.dir(),
+        "repoRoot": f.repo_root,
+        "archived": f.meta.is_archived(),
+        "tags": f.meta.tags(),
+        "originThreadID": f.meta.origin(),
+        "mainThreadID": f.meta.main_thread_id,
+        "relationships": f.meta.relationships(),
+        "conversationSummary": f.meta.conversation_summary,
+        "nextSteps": f.meta.next_steps,
+        "git": f.meta.git,
+        "agentState": state::current(&f.meta),
+        "integrated": f.integration,
+    })
+}
+
+/// What to say when no row is shown.
+fn empty_note(args: &Args, hidden: usize) -> String {
+    if !args.tags.is_empty() {
+        "grove: no thread has these tags".to_string()
+    } else if !args.states.is_empty() {
+        "grove: no task's agent is in that state".to_string()
+    } else if hidden > 0 {
+        format!("grove: only archived threads ({hidden}); `grove list --archived` shows them")
     } else {
-        let s = out.style();
-        // The agent column only when some task has an agent state.
-        let any_state = threads.iter().any(|f| state::current(&f.meta).is_some());
-        let ids: Vec<&str> = threads.iter().map(|f| f.meta.thread_id.as_str()).collect();
-        let ids = super::table::unique_prefixes(&ids);
-        // A longer id (one that is the start of another's) pushes its row.
-        let id_cols = ids
+        "grove: no threads yet; `grove new \"title\"` starts one".to_string()
+    }
+}
+
+/// The table's column widths, fitted to the terminal.
+struct Columns {
+    id: usize,
+    /// With `--all`, the repository column (and its gap).
+    repo: usize,
+    branch: usize,
+    /// Some task has an agent state: the agent column is shown.
+    agent: bool,
+    /// Room for the title, tags and marks (none: not cut).
+    title: Option<usize>,
+}
+
+impl Columns {
+    fn fit(args: &Args, threads: &[Found], ids: &[String]) -> Columns {
+        use super::table::display_width;
+        let agent = threads.iter().any(|f| state::current(&f.meta).is_some());
+        // A longer id (one that is the start of another's) is cut.
+        let id = ids
             .iter()
-            .map(|i| super::table::display_width(i))
+            .map(|i| display_width(i))
             .max()
             .unwrap_or(8)
             .min(ID_COLS);
-        let branch_cols = threads
-            .iter()
-            .map(|f| super::table::display_width(f.branch.as_deref().unwrap_or("-")))
-            .max()
-            .unwrap_or(1)
-            .min(BRANCH_COLS);
-        let width = super::table::width();
-        // With --all, which repository each row is of.
-        let repo_of = |f: &Found| {
-            f.repo_root
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        };
-        let repo_cols = if args.all {
-            threads
-                .iter()
-                .map(|f| super::table::display_width(&repo_of(f)))
-                .max()
-                .unwrap_or(0)
-                .min(REPO_COLS)
-                + 2
+        let repo = if args.all {
+            let widest = threads.iter().map(|f| display_width(&repo_name(f))).max();
+            widest.unwrap_or(0).min(REPO_COLS) + 2
         } else {
             0
         };
+        let branch = threads
+            .iter()
+            .map(|f| display_width(f.branch.as_deref().unwrap_or("-")))
+            .max()
+            .unwrap_or(1)
+            .min(BRANCH_COLS);
+        // id, status, agent, age, message count, each with its gap.
+        let fixed = id + 2 + repo + 7 + 2 + if agent { 14 } else { 0 } + 4 + 2 + 10 + 2;
+        let width = super::table::width();
         // A narrow terminal narrows the branch column before the title's.
-        let fixed =
-            id_cols + 2 + repo_cols + 7 + 2 + if any_state { 14 } else { 0 } + 4 + 2 + 10 + 2;
-        let branch_cols = match width {
-            Some(w) => branch_cols.min((w.saturating_sub(fixed) / 3).max(8)),
-            None => branch_cols,
+        let branch = match width {
+            Some(w) => branch.min((w.saturating_sub(fixed) / 3).max(8)),
+            None => branch,
         };
-        for (f, id) in threads.iter().zip(&ids) {
-            let status = match f.status.as_str() {
-                st @ ("dirty" | "missing") => s.yellow(&format!("{st:<7}")),
-                st @ "merged" => s.green(&format!("{st:<7}")),
-                st @ "removed" => s.dim(&format!("{st:<7}")),
-                st => format!("{st:<7}"),
-            };
-            let agent = match state::current(&f.meta) {
-                Some(st) => {
-                    let cell = format!("{:<7} {:>4}  ", st.state.as_str(), age(&st.since));
-                    match st.state {
-                        AgentState::Waiting => s.yellow(&cell),
-                        AgentState::Working => s.green(&cell),
-                        _ => s.dim(&cell),
-                    }
-                }
-                None if any_state => " ".repeat(14),
-                None => String::new(),
-            };
-            // How long ago, as the agent column says it: narrow and plain.
-            let time = format!("{:>4}", age(&f.meta.updated_at));
-            let branch =
-                super::table::fit(&s.text(f.branch.as_deref().unwrap_or("-")), branch_cols);
-            // What the row holds before the title, as it shows.
-            // An id too long for its column (a subagent's) is cut, not
-            // pushed: it is reached through its session's thread.
-            let shown_id = super::table::fit(id, id_cols);
-            let repo = if args.all {
-                super::table::pad(
-                    &super::table::fit(&s.text(&repo_of(f)), repo_cols - 2),
-                    repo_cols,
-                )
-            } else {
-                String::new()
-            };
-            let before = id_cols
-                + 2
-                + repo_cols
-                + 7
-                + 2
-                + if agent.is_empty() { 0 } else { 14 }
-                + super::table::display_width(&time)
-                + 2
-                + 10
-                + 2
-                + branch_cols
-                + 2;
-            let mut marks = String::new();
-            if f.meta.is_archived() {
-                marks.push_str(" (archived)");
-            }
-            if f.locked.is_some() {
-                marks.push_str(" (locked)");
-            }
-            let tags: String = f
-                .meta
-                .tags()
-                .iter()
-                .map(|t| format!(" #{}", s.text(t)))
-                .collect();
-            let rest = width.map(|w| w.saturating_sub(before).max(12));
-            let title = s.text(&f.meta.title);
-            let (title, tags, marks) = match rest {
-                Some(room) => fit_title(&title, &tags, &marks, room),
-                None => (title.to_string(), tags, marks),
-            };
-            writeln!(
-                w,
-                "{}  {}{}  {}{}  {:>5} msgs  {}  {}{}{}",
-                s.yellow(&super::table::pad(&s.text(&shown_id), id_cols)),
-                s.cyan(&repo),
-                status,
-                agent,
-                s.dim(&s.text(&time)),
-                f.meta.stats.message_count,
-                super::table::pad(&branch, branch_cols),
-                title,
-                s.cyan(&tags),
-                s.dim(&marks)
-            )?;
-            if let Some(summary) = &f.meta.conversation_summary {
-                let line = summary.lines().next().unwrap_or("");
-                let short: String = line.chars().take(100).collect();
-                writeln!(w, "{:10}{}", "", s.dim(&format!("↳ {}", s.text(&short))))?;
-            }
-            let next: Vec<String> = f
-                .meta
-                .next_steps
-                .iter()
-                .flatten()
-                .map(grove::atsf::Note::text)
-                .collect();
-            if !next.is_empty() {
-                writeln!(
-                    w,
-                    "{:10}{}",
-                    "",
-                    s.dim(&format!("next: {}", s.text(&next.join("; "))))
-                )?;
-            }
+        Columns {
+            id,
+            repo,
+            branch,
+            agent,
+            title: width.map(|w| w.saturating_sub(fixed + branch + 2).max(12)),
         }
     }
-    Ok((String::from_utf8(w)?, warnings, None))
+}
+
+/// With `--all`, the repository a row is of.
+fn repo_name(f: &Found) -> String {
+    f.repo_root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn write_table(
+    w: &mut Vec<u8>,
+    args: &Args,
+    threads: &[Found],
+    out: &Output,
+) -> anyhow::Result<()> {
+    let ids: Vec<&str> = threads.iter().map(|f| f.meta.thread_id.as_str()).collect();
+    let ids = super::table::unique_prefixes(&ids);
+    let cols = Columns::fit(args, threads, &ids);
+    for (f, id) in threads.iter().zip(&ids) {
+        write_row(w, out.style(), f, id, &cols)?;
+    }
+    Ok(())
+}
+
+/// One task's row, then its checkpoint summary and next steps.
+fn write_row(
+    w: &mut Vec<u8>,
+    s: super::output::Style,
+    f: &Found,
+    id: &str,
+    cols: &Columns,
+) -> anyhow::Result<()> {
+    use super::table::{fit, pad};
+    let status = match f.status.as_str() {
+        st @ ("dirty" | "missing") => s.yellow(&format!("{st:<7}")),
+        st @ "merged" => s.green(&format!("{st:<7}")),
+        st @ "removed" => s.dim(&format!("{st:<7}")),
+        st => format!("{st:<7}"),
+    };
+    let agent = match state::current(&f.meta) {
+        Some(st) => {
+            let cell = format!("{:<7} {:>4}  ", st.state.as_str(), age(&st.since));
+            match st.state {
+                AgentState::Waiting => s.yellow(&cell),
+                AgentState::Working => s.green(&cell),
+                _ => s.dim(&cell),
+            }
+        }
+        None if cols.agent => " ".repeat(14),
+        None => String::new(),
+    };
+    let repo = if cols.repo > 0 {
+        pad(&fit(&s.text(&repo_name(f)), cols.repo - 2), cols.repo)
+    } else {
+        String::new()
+    };
+    let mut marks = String::new();
+    if f.meta.is_archived() {
+        marks.push_str(" (archived)");
+    }
+    if f.locked.is_some() {
+        marks.push_str(" (locked)");
+    }
+    let tags: String = f
+        .meta
+        .tags()
+        .iter()
+        .map(|t| format!(" #{}", s.text(t)))
+        .collect();
+    let title = s.text(&f.meta.title);
+    let (title, tags, marks) = match cols.title {
+        Some(room) => fit_title(&title, &tags, &marks, room),
+        None => (title.to_string(), tags, marks),
+    };
+    writeln!(
+        w,
+        "{}  {}{}  {}{}  {:>5} msgs  {}  {}{}{}",
+        // An id too long for its column (a subagent's) is cut: it is
+        // reached through its session's thread.
+        s.yellow(&pad(&fit(&s.text(id), cols.id), cols.id)),
+        s.cyan(&repo),
+        status,
+        agent,
+        // How long ago, as the agent column says it: narrow and plain.
+        s.dim(&format!("{:>4}", age(&f.meta.updated_at))),
+        f.meta.stats.message_count,
+        pad(
+            &fit(&s.text(f.branch.as_deref().unwrap_or("-")), cols.branch),
+            cols.branch
+        ),
+        title,
+        s.cyan(&tags),
+        s.dim(&marks)
+    )?;
+    if let Some(summary) = &f.meta.conversation_summary {
+        let line = summary.lines().next().unwrap_or("");
+        let short: String = line.chars().take(100).collect();
+        writeln!(w, "{:10}{}", "", s.dim(&format!("↳ {}", s.text(&short))))?;
+    }
+    let next: Vec<String> = f
+        .meta
+        .next_steps
+        .iter()
+        .flatten()
+        .map(grove::atsf::Note::text)
+        .collect();
+    if !next.is_empty() {
+        writeln!(
+            w,
+            "{:10}{}",
+            "",
+            s.dim(&format!("next: {}", s.text(&next.join("; "))))
+        )?;
+    }
+    Ok(())
 }
 
 /// Captures what the hooks missed for the listed tasks (a transcript that

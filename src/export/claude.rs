@@ -29,12 +29,7 @@ pub fn write(
     cwd: &Path,
     out: &mut dyn Write,
 ) -> Result<NativeExport> {
-    let mut report = NativeExport {
-        session_id: session.to_string(),
-        ..NativeExport::default()
-    };
-    let messages = native::messages(thread, &mut report.skipped)?;
-    let meta = thread.meta()?;
+    let (mut report, messages, meta) = native::begin(thread, session)?;
     let mut w = Writer {
         out,
         session: session.to_string(),
@@ -60,11 +55,7 @@ pub fn write(
             w.unsigned
         ));
     }
-    for name in &w.assets.missing {
-        report
-            .skipped
-            .push(format!("the image {name} is not in the thread's assets"));
-    }
+    report.missing_assets(&w.assets);
     Ok(report)
 }
 

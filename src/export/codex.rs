@@ -26,12 +26,7 @@ pub fn write(
     cwd: &Path,
     out: &mut dyn Write,
 ) -> Result<NativeExport> {
-    let mut report = NativeExport {
-        session_id: session.to_string(),
-        ..NativeExport::default()
-    };
-    let messages = native::messages(thread, &mut report.skipped)?;
-    let meta = thread.meta()?;
+    let (mut report, messages, meta) = native::begin(thread, session)?;
     let kept_meta = meta
         .metadata
         .as_ref()
@@ -68,11 +63,7 @@ pub fn write(
             report.messages += 1;
         }
     }
-    for name in &w.assets.missing {
-        report
-            .skipped
-            .push(format!("the image {name} is not in the thread's assets"));
-    }
+    report.missing_assets(&w.assets);
     Ok(report)
 }
 

@@ -205,6 +205,31 @@ pub fn write(
     }
 }
 
+/// What every native writer starts from: its report, the thread's messages
+/// (completions folded) and `thread.json`.
+pub(crate) fn begin(
+    thread: &Thread,
+    session: &str,
+) -> Result<(NativeExport, Vec<Message>, crate::atsf::ThreadMeta)> {
+    let mut report = NativeExport {
+        session_id: session.to_string(),
+        ..NativeExport::default()
+    };
+    let messages = messages(thread, &mut report.skipped)?;
+    let meta = thread.meta()?;
+    Ok((report, messages, meta))
+}
+
+impl NativeExport {
+    /// Names the images the writer could not read back.
+    pub(crate) fn missing_assets(&mut self, assets: &Assets) {
+        for name in &assets.missing {
+            self.skipped
+                .push(format!("the image {name} is not in the thread's assets"));
+        }
+    }
+}
+
 /// What a native export wrote.
 #[derive(Debug, Default, Clone, serde::Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -18,6 +18,24 @@ pub struct CommandEnv {
     pub ports: Vec<u16>,
 }
 
+impl CommandEnv {
+    /// `expr` run in the worktree with the task's environment: `GROVE_*`,
+    /// its ports, an absolute `GROVE_HOME`.
+    pub fn apply(&self, mut expr: duct::Expression) -> duct::Expression {
+        for (k, v) in crate::ports::env(&self.ports) {
+            expr = expr.env(k, v);
+        }
+        if let Some(home) = crate::home::home_for_children() {
+            expr = expr.env("GROVE_HOME", home);
+        }
+        expr.dir(&self.worktree)
+            .env("GROVE_THREAD_ID", &self.thread_id)
+            .env("GROVE_WORKTREE", &self.worktree)
+            .env("GROVE_REPO_ROOT", &self.repo_root)
+            .env("GROVE_BRANCH", &self.branch)
+    }
+}
+
 /// This platform as `platforms` spells it: `linux`, `darwin`, `win32`.
 pub fn current_platform() -> &'static str {
     match std::env::consts::OS {
@@ -101,22 +119,8 @@ pub fn run_command(
             );
         }
     };
-    let mut expr = shell(&spec.command);
-    for (k, v) in crate::ports::env(&env.ports) {
-        expr = expr.env(k, v);
-    }
-    // A relative GROVE_HOME means grove's start directory, not the worktree.
-    if std::env::var_os("GROVE_HOME").is_some()
-        && let Ok(home) = crate::home::data_dir()
-    {
-        expr = expr.env("GROVE_HOME", home);
-    }
-    let expr = expr
-        .dir(&env.worktree)
-        .env("GROVE_THREAD_ID", &env.thread_id)
-        .env("GROVE_WORKTREE", &env.worktree)
-        .env("GROVE_REPO_ROOT", &env.repo_root)
-        .env("GROVE_BRANCH", &env.branch)
+    let expr = env
+        .apply(shell(&spec.command))
         .stdin_null()
         .stdout_file(out_file)
         .stderr_file(err_file)

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::Path;
 
 use grove::atsf::Role;
-use grove::discovery::{self, Options};
+use grove::discovery::{self, Found, Options};
 use grove::project::Project;
 use grove::search::{self, Query};
 
@@ -72,12 +72,13 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let threads: Vec<_> = found.iter().map(|f| f.thread.clone()).collect();
     let results = search::search_all(&threads, &query);
     let stdout = std::io::stdout().lock();
-    let mut w = std::io::BufWriter::with_capacity(256 * 1024, stdout);
-    let style = out.style();
-    let mut count = 0usize;
-    if args.json {
-        w.write_all(b"[")?;
-    }
+    let mut p = Printer {
+        w: std::io::BufWriter::with_capacity(256 * 1024, stdout),
+        json: args.json,
+        style: out.style(),
+        count: 0,
+    };
+    p.open()?;
     for (f, result) in found.iter().zip(results) {
         let result = match result {
             Ok(r) => r,
@@ -90,80 +91,18 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
             out.warn(&format!("skipped a malformed line: {e}"));
         }
         // The title first: a thread can be found by its name.
-        let in_title = if query.has_role() {
-            Vec::new()
-        } else {
-            query.find_in(&f.meta.title)
-        };
-        if !in_title.is_empty() {
-            if args.json {
-                if count > 0 {
-                    w.write_all(b",")?;
-                }
-                w.write_all(b"\n")?;
-                serde_json::to_writer(
-                    &mut w,
-                    &serde_json::json!({
-                        "threadId": f.meta.thread_id,
-                        "title": f.meta.title,
-                        "threadDir": f.thread.dir(),
-                        "index": null,
-                        "role": null,
-                        "timestamp": f.meta.updated_at,
-                        "field": "title",
-                        "line": f.meta.title,
-                        "matches": in_title,
-                    }),
-                )?;
-            } else {
-                writeln!(
-                    w,
-                    "{}  title  {}",
-                    style.yellow(&style.text(super::output::short_id(&f.meta.thread_id))),
-                    highlight(style, &f.meta.title, &in_title)
-                )?;
+        if !query.has_role() {
+            let in_title = query.find_in(&f.meta.title);
+            if !in_title.is_empty() {
+                p.title_hit(f, &in_title)?;
             }
-            count += 1;
         }
         for hit in &result.hits {
-            if args.json {
-                if count > 0 {
-                    w.write_all(b",")?;
-                }
-                w.write_all(b"\n")?;
-                serde_json::to_writer(
-                    &mut w,
-                    &serde_json::json!({
-                        "threadId": f.meta.thread_id,
-                        "title": f.meta.title,
-                        "threadDir": f.thread.dir(),
-                        "index": hit.index,
-                        "role": hit.role,
-                        "timestamp": hit.timestamp,
-                        "field": hit.field,
-                        "line": hit.line,
-                        "matches": hit.matches,
-                    }),
-                )?;
-            } else {
-                let id = super::output::short_id(&f.meta.thread_id);
-                writeln!(
-                    w,
-                    "{}  #{:<4} {:<6} {}  {}",
-                    style.yellow(&style.text(id)),
-                    hit.index,
-                    hit.role.as_str(),
-                    style.dim(&style.text(&human_time(&hit.timestamp))),
-                    highlight(style, &hit.line, &hit.matches)
-                )?;
-            }
-            count += 1;
+            p.hit(f, hit)?;
         }
     }
-    if args.json {
-        w.write_all(b"\n]\n")?;
-    }
-    w.flush()?;
+    p.close()?;
+    let count = p.count;
     if count == 0 {
         out.status(&format!(
             "grove: no match for {:?} in {} thread(s)",
@@ -173,6 +112,85 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         return Ok(super::exit::ERROR);
     }
     Ok(super::exit::SUCCESS)
+}
+
+/// Hits as they are found: a JSON array written element by element, or one
+/// line each.
+struct Printer<W: Write> {
+    w: W,
+    json: bool,
+    style: Style,
+    count: usize,
+}
+
+impl<W: Write> Printer<W> {
+    fn open(&mut self) -> std::io::Result<()> {
+        if self.json {
+            self.w.write_all(b"[")?;
+        }
+        Ok(())
+    }
+
+    fn close(&mut self) -> std::io::Result<()> {
+        if self.json {
+            self.w.write_all(b"\n]\n")?;
+        }
+        self.w.flush()
+    }
+
+    /// One JSON element, or `line`.
+    fn emit(&mut self, f: &Found, fields: serde_json::Value, line: String) -> anyhow::Result<()> {
+        if self.json {
+            if self.count > 0 {
+                self.w.write_all(b",")?;
+            }
+            self.w.write_all(b"\n")?;
+            let mut row = serde_json::json!({
+                "threadId": f.meta.thread_id,
+                "title": f.meta.title,
+                "threadDir": f.thread.dir(),
+            });
+            if let (Some(row), serde_json::Value::Object(fields)) = (row.as_object_mut(), fields) {
+                row.extend(fields);
+            }
+            serde_json::to_writer(&mut self.w, &row)?;
+        } else {
+            writeln!(self.w, "{line}")?;
+        }
+        self.count += 1;
+        Ok(())
+    }
+
+    fn title_hit(&mut self, f: &Found, matches: &[(usize, usize)]) -> anyhow::Result<()> {
+        let s = self.style;
+        let line = format!(
+            "{}  title  {}",
+            s.yellow(&s.text(super::output::short_id(&f.meta.thread_id))),
+            highlight(s, &f.meta.title, matches)
+        );
+        let fields = serde_json::json!({
+            "index": null, "role": null, "timestamp": f.meta.updated_at,
+            "field": "title", "line": f.meta.title, "matches": matches,
+        });
+        self.emit(f, fields, line)
+    }
+
+    fn hit(&mut self, f: &Found, hit: &search::Hit) -> anyhow::Result<()> {
+        let s = self.style;
+        let line = format!(
+            "{}  #{:<4} {:<6} {}  {}",
+            s.yellow(&s.text(super::output::short_id(&f.meta.thread_id))),
+            hit.index,
+            hit.role.as_str(),
+            s.dim(&s.text(&human_time(&hit.timestamp))),
+            highlight(s, &hit.line, &hit.matches)
+        );
+        let fields = serde_json::json!({
+            "index": hit.index, "role": hit.role, "timestamp": hit.timestamp,
+            "field": hit.field, "line": hit.line, "matches": hit.matches,
+        });
+        self.emit(f, fields, line)
+    }
 }
 
 /// The line (at most about 200 characters, around the first match) with

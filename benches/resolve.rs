@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use grove::store::Store;
 
 mod common;
-use common::{median, scaled};
+use common::{alternate, median, report, scaled};
 
 const GROVE: &str = env!("CARGO_BIN_EXE_grove");
 const ROUNDS: usize = 9;
@@ -78,25 +78,8 @@ fn threads(dir: &Path, n: usize) -> String {
     last
 }
 
-/// Alternating rounds of `a` and `b`; their medians.
 fn compare(env: &Env, a: impl Fn() -> Command, b: impl Fn() -> Command) -> (Duration, Duration) {
-    env.time(a());
-    env.time(b());
-    let (mut x, mut y) = (Vec::new(), Vec::new());
-    for _ in 0..ROUNDS {
-        x.push(env.time(a()));
-        y.push(env.time(b()));
-    }
-    (median(x), median(y))
-}
-
-fn report(what: &str, a: Duration, b: Duration, target: f64) {
-    println!(
-        "{what}: {:.1} ms vs {:.1} ms, ratio {:.2} (target <= {target:.2})",
-        a.as_secs_f64() * 1e3,
-        b.as_secs_f64() * 1e3,
-        a.as_secs_f64() / b.as_secs_f64()
-    );
+    alternate(ROUNDS, || env.time(a()), || env.time(b()))
 }
 
 fn main() {

@@ -11,6 +11,10 @@
 //!   5,000 files (one modified and one untracked file carried), against
 //!   `git worktree add -b` plus `cp` of the messages file, alternating.
 //!
+//! - start-up: `grove list --json` in a repository with one commit and
+//!   no thread, against `git status` there (target <= 1.5x), 300
+//!   alternating rounds, medians.
+//!
 //! GROVE_BENCH_SCALE (e.g. 0.2) shrinks the sizes for a quick look.
 
 // Tests and benchmarks start git, grove and their baselines themselves.
@@ -23,7 +27,7 @@ use std::time::{Duration, Instant};
 use grove::store::Store;
 
 mod common;
-use common::{median, scaled, wanted};
+use common::{alternate, median, report, scaled, wanted};
 
 const GROVE: &str = env!("CARGO_BIN_EXE_grove");
 
@@ -267,6 +271,27 @@ fn bench_fork(env: &Env) {
     );
 }
 
+/// What grove costs before any work: `list --json` with nothing to list.
+fn bench_startup(env: &Env) {
+    let repo = make_repo(env, "empty", 1);
+    let run = |program: &str, args: &[&str]| {
+        let mut cmd = env.cmd(program, &repo);
+        cmd.args(args);
+        env.time(cmd)
+    };
+    let (g, s) = alternate(
+        scaled(300),
+        || run(GROVE, &["list", "--json"]),
+        || run("git", &["status"]),
+    );
+    report(
+        "start-up: grove list --json vs git status, repository with no thread",
+        g,
+        s,
+        1.5,
+    );
+}
+
 fn main() {
     let tmp = tempfile::Builder::new()
         .prefix("grove-bench-")
@@ -288,5 +313,8 @@ fn main() {
     }
     if wanted("fork") {
         bench_fork(&env);
+    }
+    if wanted("startup") {
+        bench_startup(&env);
     }
 }

@@ -432,6 +432,9 @@ fn finish_interrupted_removals(repo: &Repo, cached: &[cache::CachedThread]) -> R
 /// Dirty / merged / live for the worktree threads at `indices`: one status
 /// per worktree (not per thread), worktrees spread over the cores.
 fn compute_statuses(repo: &Repo, threads: &mut [Found], indices: &[usize]) -> Result<()> {
+    if indices.is_empty() {
+        return Ok(());
+    }
     let default_refs = repo.default_branch_refs()?;
     let checker = crate::worktree::integrated::Checker::open(&repo.main_root);
     let mut jobs: Vec<(PathBuf, Option<String>, Option<String>)> = Vec::new();

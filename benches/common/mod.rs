@@ -30,3 +30,30 @@ pub fn wanted(name: &str) -> bool {
     let only = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     only.as_deref().is_none_or(|o| name.contains(o))
 }
+
+/// One warm-up run of each, then `rounds` alternating rounds of `a` and
+/// `b` (so both see the same machine state); their medians.
+pub fn alternate(
+    rounds: usize,
+    mut a: impl FnMut() -> Duration,
+    mut b: impl FnMut() -> Duration,
+) -> (Duration, Duration) {
+    a();
+    b();
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        x.push(a());
+        y.push(b());
+    }
+    (median(x), median(y))
+}
+
+/// One line: the two medians and their ratio against the target.
+pub fn report(what: &str, a: Duration, b: Duration, target: f64) {
+    println!(
+        "{what}: {:.2} ms vs {:.2} ms, ratio {:.2} (target <= {target:.2})",
+        a.as_secs_f64() * 1e3,
+        b.as_secs_f64() * 1e3,
+        a.as_secs_f64() / b.as_secs_f64()
+    );
+}

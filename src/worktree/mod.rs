@@ -6,6 +6,7 @@ mod create;
 pub mod exclude;
 pub mod gc;
 pub mod integrated;
+mod listing;
 pub mod processes;
 mod remove;
 mod repo;

@@ -35,12 +35,22 @@ impl Repo {
         })
     }
 
-    /// Every worktree git knows, the main one first.
+    /// Every worktree git knows, the main one first: read from git's own
+    /// files when libgit2 can open the repository (no process to start),
+    /// else from `git worktree list`.
     ///
     /// While another git adds a worktree, its `worktrees/<name>/commondir`
     /// is briefly empty and `git worktree list` fails reading it: that
     /// failure is retried a few times before it is reported.
     pub fn worktrees(&self) -> Result<Vec<WorktreeEntry>> {
+        if let Some(entries) = self.git2().and_then(|repo| super::listing::read(&repo)) {
+            return Ok(entries);
+        }
+        self.worktrees_from_git()
+    }
+
+    /// [`Repo::worktrees`] as `git worktree list --porcelain -z` prints it.
+    pub fn worktrees_from_git(&self) -> Result<Vec<WorktreeEntry>> {
         let args = ["worktree", "list", "--porcelain", "-z"];
         let mut attempt = 0;
         loop {
@@ -357,6 +367,8 @@ pub fn parse_worktree_list(out: &str) -> Vec<WorktreeEntry> {
         }
         let Some(e) = current.as_mut() else { continue };
         match key {
+            // An unborn branch's HEAD is all zeros: no commit.
+            "HEAD" if value.bytes().all(|b| b == b'0') => e.head = None,
             "HEAD" => e.head = Some(value.to_string()),
             "branch" => {
                 e.branch = Some(

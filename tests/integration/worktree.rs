@@ -344,3 +344,106 @@ fn new_in_starts_a_sibling_thread_in_a_task_worktree() {
     );
     assert_eq!(sb.git(&wt, &["status", "--porcelain"]), "");
 }
+
+/// grove reads the worktree list from git's files (no git process); what
+/// it reads must be what `git worktree list --porcelain -z` says, in every
+/// state an entry can be in.
+#[test]
+fn worktree_list_read_from_gits_files_matches_git_worktree_list() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let at = |name: &str| sb.path().join(name).display().to_string();
+    sb.git(
+        &repo,
+        &["worktree", "add", "-q", "-b", "feature", &at("on branch")],
+    );
+    sb.git(
+        &repo,
+        &["worktree", "add", "-q", "--detach", &at("detached")],
+    );
+    sb.git(
+        &repo,
+        &["worktree", "add", "-q", "-b", "locked", &at("locked")],
+    );
+    sb.git(
+        &repo,
+        &[
+            "worktree",
+            "lock",
+            "--reason",
+            "on a USB disk",
+            &at("locked"),
+        ],
+    );
+    sb.git(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "bare-lock",
+            &at("lock-no-reason"),
+        ],
+    );
+    sb.git(&repo, &["worktree", "lock", &at("lock-no-reason")]);
+    sb.git(&repo, &["worktree", "add", "-q", "-b", "gone", &at("gone")]);
+    std::fs::remove_dir_all(sb.path().join("gone")).unwrap();
+    sb.git(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--orphan",
+            "-b",
+            "unborn",
+            &at("new\nline"),
+        ],
+    );
+    sb.git(&repo, &["pack-refs", "--all"]);
+
+    let lib = grove::worktree::Repo::new(&repo).unwrap();
+    let sorted = |mut v: Vec<grove::worktree::WorktreeEntry>| {
+        v[1..].sort_by(|a, b| a.path.cmp(&b.path));
+        v
+    };
+    let from_files = sorted(lib.worktrees().unwrap());
+    let from_git = sorted(lib.worktrees_from_git().unwrap());
+    assert_eq!(from_files.len(), 7, "{from_files:#?}");
+    assert_eq!(from_files, from_git);
+    let entry = |name: &str| {
+        from_files
+            .iter()
+            .find(|e| e.path.file_name().unwrap() == name)
+            .unwrap_or_else(|| panic!("{name} in {from_files:#?}"))
+    };
+    assert_eq!(entry("locked").locked.as_deref(), Some("on a USB disk"));
+    assert_eq!(entry("lock-no-reason").locked.as_deref(), Some(""));
+    assert!(entry("gone").prunable);
+    assert_eq!(entry("detached").branch, None);
+    assert_eq!(
+        entry("new\nline").head,
+        None,
+        "an unborn branch has no commit"
+    );
+    assert_eq!(entry("on branch").branch.as_deref(), Some("feature"));
+
+    // A bare repository with worktrees.
+    let bare = sb.path().join("bare.git");
+    sb.git(
+        sb.path().as_path(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            &repo.display().to_string(),
+            &bare.display().to_string(),
+        ],
+    );
+    sb.git(&bare, &["worktree", "add", "-q", &at("bare-main"), "main"]);
+    let lib = grove::worktree::Repo::new(&sb.path().join("bare-main")).unwrap();
+    let from_files = lib.worktrees().unwrap();
+    assert!(from_files[0].bare, "{from_files:#?}");
+    assert_eq!(from_files, lib.worktrees_from_git().unwrap());
+}

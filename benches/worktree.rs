@@ -11,6 +11,11 @@
 //!   5,000 files (one modified and one untracked file carried), against
 //!   `git worktree add -b` plus `cp` of the messages file, alternating.
 //!
+//! - statuses: `grove list --json` over 100 task worktrees of a 5,000-file
+//!   repository against a serial `git status --porcelain` loop over the
+//!   same worktrees (target <= 0.6x) and, when `wt` (worktrunk) is on the
+//!   PATH or named by GROVE_BENCH_WT, `wt list` (target <= 0.5x); CPU
+//!   (user + system of the children) per worktree against git's.
 //! - start-up: `grove list --json` in a repository with one commit and
 //!   no thread, against `git status` there (target <= 1.5x), 300
 //!   alternating rounds, medians.
@@ -271,6 +276,91 @@ fn bench_fork(env: &Env) {
     );
 }
 
+/// Statuses of many real-size worktrees: grove's list against the loop a
+/// script would write and against worktrunk's list.
+fn bench_status(env: &Env) {
+    let (files, worktrees) = (scaled(5_000), scaled(100));
+    let repo = make_repo(env, "statuses", files);
+    let mut paths = Vec::new();
+    for i in 0..worktrees {
+        let out = env
+            .cmd(GROVE, &repo)
+            .args(["new", "--no-hooks", &format!("status {i}")])
+            .stdout(Stdio::piped())
+            .output()
+            .expect("grove new");
+        assert!(out.status.success());
+        paths.push(PathBuf::from(
+            String::from_utf8_lossy(&out.stdout).trim_end(),
+        ));
+    }
+    let timed = |cmd: &mut Command| {
+        let before = children_cpu();
+        let start = Instant::now();
+        let out = cmd.stdout(Stdio::piped()).output().expect("run");
+        let wall = start.elapsed();
+        assert!(out.status.success(), "{cmd:?}");
+        (wall, children_cpu() - before)
+    };
+    let grove = || timed(env.cmd(GROVE, &repo).args(["list", "--json"]));
+    let git_loop = || {
+        let (mut wall, mut cpu) = (Duration::ZERO, Duration::ZERO);
+        for wt in &paths {
+            let (w, c) = timed(env.cmd("git", wt).args(["status", "--porcelain"]));
+            wall += w;
+            cpu += c;
+        }
+        (wall, cpu)
+    };
+    // Warm: every index refreshed by git once, the same for both.
+    git_loop();
+    let (mut grove_cpu, mut git_cpu) = (Vec::new(), Vec::new());
+    let (g, l) = alternate(
+        7,
+        || {
+            let (wall, cpu) = grove();
+            grove_cpu.push(cpu);
+            wall
+        },
+        || {
+            let (wall, cpu) = git_loop();
+            git_cpu.push(cpu);
+            wall
+        },
+    );
+    let what = format!("list --json, {worktrees} worktrees of {files} files");
+    report(&format!("{what} vs serial git status loop"), g, l, 0.6);
+    let per = |cpu: Vec<Duration>| median(cpu).as_secs_f64() * 1e3 / worktrees as f64;
+    println!(
+        "  CPU per worktree: grove {:.2} ms, git status {:.2} ms (target: grove <= git)",
+        per(grove_cpu),
+        per(git_cpu)
+    );
+    let wt = std::env::var_os("GROVE_BENCH_WT")
+        .map(PathBuf::from)
+        .or_else(|| which::which("wt").ok());
+    if let Some(wt) = wt {
+        let (g, w) = alternate(
+            7,
+            || grove().0,
+            || timed(env.cmd(wt.to_str().expect("utf-8"), &repo).arg("list")).0,
+        );
+        report(&format!("{what} vs wt list"), g, w, 0.5);
+    } else {
+        println!("  wt (worktrunk) not found: set GROVE_BENCH_WT to compare with `wt list`");
+    }
+}
+
+/// User + system time of every child waited for so far.
+fn children_cpu() -> Duration {
+    let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        .expect("getrusage");
+    let tv = |t: nix::sys::time::TimeVal| {
+        Duration::from_secs(t.tv_sec() as u64) + Duration::from_micros(t.tv_usec() as u64)
+    };
+    tv(usage.user_time()) + tv(usage.system_time())
+}
+
 /// What grove costs before any work: `list --json` with nothing to list.
 fn bench_startup(env: &Env) {
     let repo = make_repo(env, "empty", 1);
@@ -313,6 +403,9 @@ fn main() {
     }
     if wanted("fork") {
         bench_fork(&env);
+    }
+    if wanted("status") {
+        bench_status(&env);
     }
     if wanted("startup") {
         bench_startup(&env);

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::project::Project;
 use crate::store::{Store, Thread, resolve_prefix};
 use crate::worktree::integrated::Checker;
-use crate::worktree::{Integration, Repo, WorktreeEntry, is_dirty};
+use crate::worktree::{Integration, Repo, WorktreeEntry, is_dirty_among_many};
 
 /// Where a thread stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -459,33 +459,62 @@ fn compute_statuses(repo: &Repo, threads: &mut [Found], indices: &[usize]) -> Re
             None => jobs.push((path, f.branch.clone(), base)),
         }
     }
+    let results = in_parallel(
+        &jobs,
+        |main, (path, branch, base)| {
+            worktree_status(
+                repo,
+                main,
+                path,
+                branch.as_deref(),
+                base.as_deref(),
+                &default_refs,
+                &checker,
+            )
+        },
+        &repo.main_root,
+    );
+    checker.save();
+    for &i in indices {
+        if let Some((_, (status, integration))) = jobs
+            .iter()
+            .zip(&results)
+            .find(|((p, _, _), _)| Some(p) == threads[i].worktree.as_ref())
+        {
+            threads[i].status = *status;
+            threads[i].integration = integration.clone();
+        }
+    }
+    Ok(())
+}
+
+/// `work` over every job, one worker per core taking the next job as it
+/// finishes one (worktrees differ in size); results in the jobs' order.
+/// Each worker opens the main repository once for its jobs.
+fn in_parallel<J: Sync, R: Send>(
+    jobs: &[J],
+    work: impl Fn(Option<&git2::Repository>, &J) -> R + Sync,
+    main_root: &Path,
+) -> Vec<R> {
     let workers = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
-        .clamp(1, 8);
-    let chunk = jobs.len().div_ceil(workers).max(1);
-    let results: Vec<(PathBuf, (Status, Option<Integration>))> = std::thread::scope(|scope| {
-        let handles: Vec<_> = jobs
-            .chunks(chunk)
-            .map(|part| {
-                let default_refs = &default_refs;
-                let checker = &checker;
+        .clamp(1, 8)
+        .min(jobs.len());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                let (next, work) = (&next, &work);
                 scope.spawn(move || {
-                    let main = git2::Repository::open(&repo.main_root).ok();
-                    part.iter()
-                        .map(|(path, branch, base)| {
-                            let status = worktree_status(
-                                repo,
-                                main.as_ref(),
-                                path,
-                                branch.as_deref(),
-                                base.as_deref(),
-                                default_refs,
-                                checker,
-                            );
-                            (path.clone(), status)
-                        })
-                        .collect::<Vec<_>>()
+                    let main = git2::Repository::open(main_root).ok();
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(job) = jobs.get(i) else { break };
+                        out.push((i, work(main.as_ref(), job)));
+                    }
+                    out
                 })
             })
             .collect();
@@ -494,17 +523,8 @@ fn compute_statuses(repo: &Repo, threads: &mut [Found], indices: &[usize]) -> Re
             .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect()
     });
-    checker.save();
-    for &i in indices {
-        if let Some((_, (status, integration))) = results
-            .iter()
-            .find(|(p, _)| Some(p) == threads[i].worktree.as_ref())
-        {
-            threads[i].status = *status;
-            threads[i].integration = integration.clone();
-        }
-    }
-    Ok(())
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
 }
 
 fn worktree_status(
@@ -516,7 +536,7 @@ fn worktree_status(
     default_refs: &[String],
     checker: &Checker,
 ) -> (Status, Option<Integration>) {
-    if is_dirty(path).unwrap_or(false) {
+    if is_dirty_among_many(path).unwrap_or(false) {
         return (Status::Dirty, None);
     }
     let Some(branch) = branch else {

@@ -20,6 +20,7 @@ pub use create::{
 pub use integrated::{Integration, Reason};
 pub(crate) use remove::delete_branch as delete_branch_at;
 pub use remove::{RemoveOptions, Removed, remove, unsafe_reasons};
+pub(crate) use repo::is_dirty_among_many;
 pub use repo::{Repo, WorktreeEntry, is_dirty, parse_worktree_list};
 pub use revive::{ReviveOptions, gone_worktree, revive};
 

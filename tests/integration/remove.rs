@@ -377,3 +377,56 @@ fn rm_keeps_every_thread_that_lived_in_the_worktree() {
     let shown = json(&ok(sb.grove(&repo).args(["show", &sub, "--json"])));
     assert_eq!(shown["messages"][0]["content"][0]["text"], "keep me too");
 }
+
+/// The dirtiness check behind `rm`, `gc` and `list` (`git status
+/// --porcelain=v2` parsed): every kind of change counts, grove's own files
+/// never do, and the user's config cannot hide untracked work.
+#[test]
+fn dirty_check_sees_every_kind_of_change_and_never_groves_own_files() {
+    let sb = Sandbox::new();
+    let main = sb.repo("app");
+    let repo = task(&sb, &main, "checked").wt;
+    let dirty =
+        |what: &str| grove::worktree::is_dirty(&repo).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let clean = |what: &str| {
+        assert!(!dirty(what), "{what}: clean");
+    };
+    clean("a fresh task");
+    // grove's own files: its threads (a second one too), its private area.
+    ok(sb.grove(&repo).args(["new", "--no-worktree", "second"]));
+    clean("a second thread of grove's");
+    std::fs::remove_file(repo.join(".agent/threads/.gitignore")).unwrap();
+    clean("threads without their .gitignore");
+    std::fs::create_dir_all(repo.join(".agent/.grove")).unwrap();
+    std::fs::write(repo.join(".agent/.grove/state"), "x").unwrap();
+    clean("grove's private area");
+    // Something else in `.agent/` is work.
+    std::fs::write(repo.join(".agent/notes.md"), "mine\n").unwrap();
+    assert!(dirty("an untracked file beside the threads"));
+    std::fs::remove_file(repo.join(".agent/notes.md")).unwrap();
+    clean("the note gone");
+
+    sb.git(&repo, &["config", "status.showUntrackedFiles", "no"]);
+    let odd = "new\nfile with spaces";
+    std::fs::write(repo.join(odd), "x").unwrap();
+    assert!(dirty("an untracked file, hidden by the user's config"));
+    std::fs::remove_file(repo.join(odd)).unwrap();
+    std::fs::create_dir_all(repo.join("untracked/dir")).unwrap();
+    std::fs::write(repo.join("untracked/dir/f"), "x").unwrap();
+    assert!(dirty("an untracked directory"));
+    std::fs::remove_dir_all(repo.join("untracked")).unwrap();
+    clean("untracked directory gone");
+
+    std::fs::write(repo.join("README.md"), "changed\n").unwrap();
+    assert!(dirty("a modified file"));
+    sb.git(&repo, &["add", "README.md"]);
+    assert!(dirty("a staged file"));
+    sb.git(&repo, &["commit", "-q", "-m", "c"]);
+    clean("committed");
+    sb.git(&repo, &["mv", "README.md", "READ ME.md"]);
+    assert!(dirty("a staged rename"));
+    sb.git(&repo, &["commit", "-q", "-m", "r"]);
+    clean("rename committed");
+    sb.git(&repo, &["rm", "-q", "READ ME.md"]);
+    assert!(dirty("a staged deletion"));
+}

@@ -16,6 +16,12 @@
 //!   same worktrees (target <= 0.6x) and, when `wt` (worktrunk) is on the
 //!   PATH or named by GROVE_BENCH_WT, `wt list` (target <= 0.5x); CPU
 //!   (user + system of the children) per worktree against git's.
+//! - rm: the fixed cost on a 20-file repository, `grove rm` against `git
+//!   worktree remove` + `git branch -D` (target <= 1.3x); on a 5,000-file
+//!   worktree, `grove rm --force --foreground` against `wt remove
+//!   --foreground` when worktrunk is there (target <= 1.0x), and `grove rm
+//!   --force --background` against `git worktree remove --force` (target
+//!   <= 0.5x; each round waits, untimed, for the background delete to end).
 //! - start-up: `grove list --json` in a repository with one commit and
 //!   no thread, against `git status` there (target <= 1.5x), 300
 //!   alternating rounds, medians.
@@ -361,6 +367,156 @@ fn children_cpu() -> Duration {
     tv(usage.user_time()) + tv(usage.system_time())
 }
 
+/// A task made by grove for `rm` to remove: (thread id, worktree, branch).
+fn grove_task(env: &Env, repo: &Path) -> (String, PathBuf, String) {
+    let out = env
+        .cmd(GROVE, repo)
+        .args(["new", "--no-hooks", "--json", "rm me"])
+        .stdout(Stdio::piped())
+        .output()
+        .expect("grove new");
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let wt = PathBuf::from(v["worktreePath"].as_str().expect("path"));
+    let branch = format!("grove/{}", wt_short(&wt));
+    (v["threadId"].as_str().expect("id").to_string(), wt, branch)
+}
+
+/// Waits (untimed) until no trash directory is left beside `wt`.
+fn trash_gone(wt: &Path) {
+    let area = wt.parent().expect("parent");
+    let start = Instant::now();
+    while std::fs::read_dir(area).expect("area").flatten().any(|e| {
+        e.file_name()
+            .to_string_lossy()
+            .starts_with(grove::trash::TRASH_PREFIX)
+    }) {
+        assert!(start.elapsed() < Duration::from_secs(60), "trash left");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn bench_rm(env: &Env) {
+    let small = make_repo(env, "rm-small", 20);
+    let mut n = 0;
+    let (g, p) = alternate(
+        scaled(15).max(3),
+        || {
+            let (id, _, _) = grove_task(env, &small);
+            let mut rm = env.cmd(GROVE, &small);
+            rm.args(["rm", "--foreground", &id]);
+            env.time(rm)
+        },
+        || {
+            n += 1;
+            let dir = env.root.join(format!("rm-plain-{n}"));
+            let branch = format!("plain-{n}");
+            env.git(
+                &small,
+                &[
+                    "worktree",
+                    "add",
+                    "-q",
+                    "-b",
+                    &branch,
+                    dir.to_str().expect("utf-8"),
+                ],
+            );
+            let start = Instant::now();
+            env.git(
+                &small,
+                &["worktree", "remove", dir.to_str().expect("utf-8")],
+            );
+            env.git(&small, &["branch", "-D", "-q", &branch]);
+            start.elapsed()
+        },
+    );
+    report(
+        "rm, 20 files: grove rm vs git worktree remove + git branch -D",
+        g,
+        p,
+        1.3,
+    );
+
+    let files = scaled(5_000);
+    let big = make_repo(env, "rm-big", files);
+    let rounds = scaled(7).max(3);
+    let (g, p) = alternate(
+        rounds,
+        || {
+            let (id, wt, _) = grove_task(env, &big);
+            let mut rm = env.cmd(GROVE, &big);
+            rm.args(["rm", "--force", "--background", &id]);
+            let t = env.time(rm);
+            trash_gone(&wt);
+            t
+        },
+        || {
+            n += 1;
+            let dir = env.root.join(format!("rm-plain-{n}"));
+            env.git(
+                &big,
+                &[
+                    "worktree",
+                    "add",
+                    "-q",
+                    "--detach",
+                    dir.to_str().expect("utf-8"),
+                ],
+            );
+            let mut rm = env.cmd("git", &big);
+            rm.args([
+                "worktree",
+                "remove",
+                "--force",
+                dir.to_str().expect("utf-8"),
+            ]);
+            env.time(rm)
+        },
+    );
+    report(
+        &format!("rm, {files} files: grove rm --force --background vs git worktree remove --force"),
+        g,
+        p,
+        0.5,
+    );
+    let wt = std::env::var_os("GROVE_BENCH_WT")
+        .map(PathBuf::from)
+        .or_else(|| which::which("wt").ok());
+    let Some(wt) = wt else {
+        println!("  wt (worktrunk) not found: set GROVE_BENCH_WT to compare with `wt remove`");
+        return;
+    };
+    let (g, w) = alternate(
+        rounds,
+        || {
+            let (id, _, _) = grove_task(env, &big);
+            let mut rm = env.cmd(GROVE, &big);
+            rm.args(["rm", "--force", "--foreground", &id]);
+            env.time(rm)
+        },
+        || {
+            let (_, _, branch) = grove_task(env, &big);
+            let mut rm = env.cmd(wt.to_str().expect("utf-8"), &big);
+            rm.args([
+                "remove",
+                "--foreground",
+                "--force",
+                "-D",
+                "--no-hooks",
+                &branch,
+            ]);
+            env.time(rm)
+        },
+    );
+    report(
+        &format!("rm, {files} files: grove rm --force --foreground vs wt remove --foreground"),
+        g,
+        w,
+        1.0,
+    );
+}
+
 /// What grove costs before any work: `list --json` with nothing to list.
 fn bench_startup(env: &Env) {
     let repo = make_repo(env, "empty", 1);
@@ -406,6 +562,9 @@ fn main() {
     }
     if wanted("status") {
         bench_status(&env);
+    }
+    if wanted("rm") {
+        bench_rm(&env);
     }
     if wanted("startup") {
         bench_startup(&env);

@@ -110,7 +110,11 @@ fn save_locked(
     fsutil::real_dir(&repo, &dir)?;
     save_log(thread, &dir, copy_log)?;
     let meta_bytes = fsutil::read(&thread.meta_path())?;
-    fsutil::write_atomic(&dir.join(atsf::THREAD_FILE), &meta_bytes)?;
+    let cached_meta = dir.join(atsf::THREAD_FILE);
+    // Unchanged since the last save: no second write (and fsync).
+    if fsutil::read(&cached_meta).ok().as_deref() != Some(meta_bytes.as_slice()) {
+        fsutil::write_atomic(&cached_meta, &meta_bytes)?;
+    }
     link_files(thread.dir(), &dir)?;
     write_record(&dir, record)?;
     Ok(dir)

@@ -172,6 +172,7 @@ pub fn execute(plan: &Plan, force: bool) -> Result<Deleted> {
                     keep_branch: false,
                     purge: true,
                     reap: false,
+                    background: false,
                 },
             )?;
             if removed.branch_deleted

@@ -168,9 +168,15 @@ fn write_line(journal: &mut Journal, line: &Line) -> Result<()> {
 fn open_journal() -> Result<Journal> {
     let dir = dir()?;
     std::fs::create_dir_all(&dir).ctx("creating", &dir)?;
-    let path = dir.join(format!("{}.jsonl", uuid::Uuid::new_v4()));
-    let file = fsutil::create_new(&path)?;
-    file.lock().ctx("locking", &path)?;
+    // Made and locked under another name, then renamed: a journal is never
+    // seen unlocked while its process lives (another process would take it
+    // for a dead one's).
+    let id = uuid::Uuid::new_v4();
+    let making = dir.join(format!("{}-{id}.new", std::process::id()));
+    let path = dir.join(format!("{id}.jsonl"));
+    let file = fsutil::create_new(&making)?;
+    file.lock().ctx("locking", &making)?;
+    std::fs::rename(&making, &path).ctx("naming", &path)?;
     Ok(Journal {
         file,
         path,
@@ -227,9 +233,10 @@ pub fn leftovers() -> Result<Vec<Leftover>> {
         .as_ref()
         .map(|j| j.path.clone());
     let mut out = Vec::new();
+    let entries: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    remove_unnamed_journals(&entries);
     let mut paths: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path())
+        .into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
         .filter(|p| Some(p) != own.as_ref())
         .collect();
@@ -251,6 +258,45 @@ pub fn leftovers() -> Result<Vec<Leftover>> {
         });
     }
     Ok(out)
+}
+
+/// Journals a process made and was killed before naming
+/// (`<pid>-<id>.new`): nothing was recorded in them yet. One whose process
+/// still lives is about to be named.
+fn remove_unnamed_journals(entries: &[PathBuf]) {
+    for path in entries
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "new"))
+    {
+        let pid = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok());
+        if pid.is_none_or(|pid| !process_lives(pid))
+            && let Ok(file) = fsutil::open_append(path, false)
+            && file.try_lock().is_ok()
+        {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+#[cfg(unix)]
+fn process_lives(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    // EPERM: it lives, under another user.
+    !matches!(
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+        Err(nix::errno::Errno::ESRCH)
+    )
+}
+
+#[cfg(not(unix))]
+fn process_lives(_pid: u32) -> bool {
+    true
 }
 
 fn read_journal(path: &Path) -> Result<(Vec<Action>, Vec<String>)> {

@@ -50,6 +50,9 @@ pub struct Args {
     #[arg(long)]
     reap: bool,
 
+    #[command(flatten)]
+    deletion: super::Deletion,
+
     /// Print the plan (or what was done) as JSON.
     #[arg(long)]
     json: bool,
@@ -168,6 +171,7 @@ fn remove_picked(
         keep_branch: false,
         purge: false,
         reap: args.reap,
+        background: args.deletion.background(),
     };
     for (i, candidate) in picked.iter_mut() {
         if candidate.skip.is_some() {

@@ -116,6 +116,34 @@ enum Command {
     Switch(switch::Args),
     ShellInit(shell_init::Args),
     Config(config::Args),
+    /// grove's own background deleter (see `grove rm --background`).
+    #[command(name = "__delete-trash", hide = true)]
+    DeleteTrash {
+        dir: PathBuf,
+    },
+}
+
+/// When a removed worktree's files are deleted.
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct Deletion {
+    /// Delete the worktree's files before returning (the default off a
+    /// terminal: scripts get a finished removal).
+    #[arg(long, conflicts_with = "background")]
+    foreground: bool,
+
+    /// Return once the worktree is set aside and unregistered; a grove
+    /// process of its own deletes the files (the default on a terminal).
+    /// An interrupted deletion is finished by the next grove command.
+    #[arg(long)]
+    background: bool,
+}
+
+impl Deletion {
+    /// Whether to delete in the background.
+    pub fn background(self) -> bool {
+        use std::io::IsTerminal;
+        self.background || (!self.foreground && std::io::stderr().is_terminal())
+    }
 }
 
 /// `argv` with the user's default flags for its subcommand (config.toml
@@ -184,7 +212,13 @@ pub fn main() -> ExitCode {
         return ExitCode::from(exit::ERROR);
     }
     grove::gitcmd::set_verbose(cli.verbose);
+    if let Ok(exe) = std::env::current_exe() {
+        grove::trash::set_background_deleter(exe);
+    }
     let result = run(cli, &out);
+    // Deletions a killed grove left half done are finished by whichever
+    // grove runs next.
+    grove::trash::finish_abandoned();
     // Every step done: this run's intent journal goes.
     grove::intent::close();
     match result {
@@ -230,6 +264,9 @@ fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Switch(args) => switch::run(args, &cwd, out),
         Command::ShellInit(args) => shell_init::run(args, &cwd, out),
         Command::Config(args) => config::run(args, &cwd, out),
+        Command::DeleteTrash { dir } => grove::trash::delete_handed_over(&dir)
+            .map(|()| exit::SUCCESS)
+            .map_err(Into::into),
     }
 }
 

@@ -40,6 +40,9 @@ pub struct Args {
     #[arg(long)]
     reap: bool,
 
+    #[command(flatten)]
+    deletion: super::Deletion,
+
     /// Print what was done as JSON.
     #[arg(long)]
     json: bool,
@@ -54,6 +57,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         keep_branch: args.keep_branch,
         purge: args.purge,
         reap: args.reap,
+        background: args.deletion.background(),
     };
     let removed = worktree::remove(&repo, &found, options)?;
     report_teardown(out, &removed.teardown);

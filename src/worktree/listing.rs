@@ -77,6 +77,13 @@ fn linked_entry(repo: &git2::Repository, admin: &Path) -> Option<WorktreeEntry> 
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(_) => return None,
     };
+    // An entry git is making (locked "initializing", no `commondir` yet) or
+    // was killed making: git's own answer, whatever it is, is the one to give.
+    if locked.as_deref() == Some("initializing")
+        || std::fs::read(admin.join("commondir")).map_or(true, |c| c.trim_ascii().is_empty())
+    {
+        return None;
+    }
     let gitdir = std::fs::read(admin.join("gitdir")).ok();
     let dot_git = gitdir
         .as_deref()

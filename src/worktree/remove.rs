@@ -32,6 +32,10 @@ pub struct RemoveOptions {
     /// End the processes still at work in the worktree (SIGTERM, then
     /// SIGKILL) instead of refusing.
     pub reap: bool,
+    /// Delete the worktree's files in the background (see
+    /// [`crate::trash::Aside::delete`]): the removal returns once the
+    /// directory is set aside and unregistered.
+    pub background: bool,
 }
 
 /// What a removal did.
@@ -230,25 +234,36 @@ fn submodules(repo: &Repo, wt: &Path) -> Result<Vec<String>> {
         .collect())
 }
 
-/// The HEAD of the worktree at `wt`: read there when it is intact, from
-/// `git worktree list` otherwise.
+/// The HEAD of the worktree at `wt`, as git's worktree list has it (read
+/// from git's files); asked of git in the worktree when the list does not
+/// name it (a path spelled differently).
 fn head_of(repo: &Repo, wt: &Path) -> Result<Head> {
-    if intact(wt) {
-        let commit = repo
-            .git
-            .output(wt, &["rev-parse", "-q", "--verify", "HEAD"])?;
-        let branch = repo
-            .git
-            .output(wt, &["symbolic-ref", "-q", "--short", "HEAD"])?;
+    let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let entry = repo
+        .worktrees()?
+        .into_iter()
+        .find(|e| e.path == wt || canonical(&e.path) == canonical(wt));
+    if let Some(entry) = entry {
         return Ok(Head {
-            commit: commit.success.then(|| commit.stdout.trim().to_string()),
-            branch: branch.success.then(|| branch.stdout.trim().to_string()),
+            commit: entry.head,
+            branch: entry.branch,
         });
     }
-    let entry = repo.worktrees()?.into_iter().find(|e| e.path == wt);
+    if !intact(wt) {
+        return Ok(Head {
+            commit: None,
+            branch: None,
+        });
+    }
+    let commit = repo
+        .git
+        .output(wt, &["rev-parse", "-q", "--verify", "HEAD"])?;
+    let branch = repo
+        .git
+        .output(wt, &["symbolic-ref", "-q", "--short", "HEAD"])?;
     Ok(Head {
-        commit: entry.as_ref().and_then(|e| e.head.clone()),
-        branch: entry.and_then(|e| e.branch),
+        commit: commit.success.then(|| commit.stdout.trim().to_string()),
+        branch: branch.success.then(|| branch.stdout.trim().to_string()),
     })
 }
 
@@ -291,12 +306,8 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
         branch: branch_plan.delete.clone(),
         branch_tip: branch_plan.tip.clone(),
     })?;
-    remove_worktree(repo, &wt, options.force)?;
+    let branch_deleted = remove_worktree_and_branch(repo, &wt, &branch_plan, options.background)?;
     forget_old_excludes(repo, &id)?;
-    let branch_deleted = match (&branch_plan.delete, &branch_plan.tip) {
-        (Some(branch), Some(tip)) => delete_branch(repo, branch, tip)?,
-        _ => false,
-    };
     settle_cache(found, &id, &threads, &cached, options)?;
     step.done();
     // The task's ports are free again (best effort: a port whose worktree
@@ -508,24 +519,66 @@ fn save_threads(found: &Found, wt: &Path, threads: &[String]) -> Result<Vec<Path
     Ok(dirs)
 }
 
-/// `git worktree remove`; `--force` when asked, or when the worktree has
-/// submodules (git refuses those otherwise — grove's own checks, which look
-/// into the submodules, have passed). A directory already gone is pruned.
-fn remove_worktree(repo: &Repo, wt: &Path, force: bool) -> Result<()> {
+/// Sets the worktree directory aside (a rename beside it), then at once
+/// has git forget it (`git worktree remove` of a directory that is gone
+/// only drops git's entry) and deletes grove's branch — two git processes
+/// side by side — then deletes the files. grove's own checks, which look
+/// into submodules too, have passed: git's, which would walk the files
+/// again, are not needed. A directory already gone is pruned. Whether the
+/// branch was deleted.
+fn remove_worktree_and_branch(
+    repo: &Repo,
+    wt: &Path,
+    plan: &BranchPlan,
+    background: bool,
+) -> Result<bool> {
+    let aside = set_aside(wt)?;
+    // The branch goes only once the worktree is out of the way: a failed
+    // rename leaves both as they were.
+    let (unregistered, branch_deleted) = std::thread::scope(|scope| {
+        let branch = scope.spawn(|| match (&plan.delete, &plan.tip) {
+            (Some(branch), Some(tip)) => delete_branch_leaving(repo, branch, tip, Some(wt)),
+            _ => Ok(false),
+        });
+        let unregistered = unregister(repo, wt);
+        let deleted = branch
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (unregistered, deleted)
+    });
+    unregistered?;
+    if let Some(aside) = aside {
+        aside.delete(background)?;
+    }
+    branch_deleted
+}
+
+/// The worktree directory renamed aside (`None`: it was already gone, or
+/// half removed by an interrupted run, whose rest is deleted now — it was
+/// checked then).
+fn set_aside(wt: &Path) -> Result<Option<crate::trash::Aside>> {
     if !intact(wt) {
         if std::fs::symlink_metadata(wt).is_ok() {
-            // Half removed by an interrupted run: what is left was checked then.
             crate::trash::remove_now(wt)?;
         }
-        return repo.prune();
+        return Ok(None);
     }
+    crate::trash::set_aside(wt, wt.parent().unwrap_or(wt))
+}
+
+/// git forgets the worktree whose directory is gone.
+fn unregister(repo: &Repo, wt: &Path) -> Result<()> {
     let path = wt.to_string_lossy();
-    let mut args = vec!["worktree", "remove"];
-    if force || !submodules(repo, wt)?.is_empty() {
-        args.push("--force");
+    if repo
+        .git
+        .output(&repo.main_root, &["worktree", "remove", &path])?
+        .success
+    {
+        return Ok(());
     }
-    args.push(&path);
-    repo.git.run(&repo.main_root, &args).map(drop)
+    // A git that refuses a worktree whose directory is gone, or an entry
+    // already gone.
+    repo.prune()
 }
 
 /// What happens to grove's branch.
@@ -582,9 +635,22 @@ fn branch_plan(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Bra
 /// Deletes `branch` if it still points at `tip` (git checks it atomically)
 /// and is checked out nowhere; returns whether it did.
 pub(crate) fn delete_branch(repo: &Repo, branch: &str, tip: &str) -> Result<bool> {
+    delete_branch_leaving(repo, branch, tip, None)
+}
+
+/// [`delete_branch`], the worktree at `leaving` (being unregistered at the
+/// same moment, its directory already set aside) not counting as one that
+/// has the branch checked out.
+fn delete_branch_leaving(
+    repo: &Repo,
+    branch: &str,
+    tip: &str,
+    leaving: Option<&Path>,
+) -> Result<bool> {
     if repo
         .worktrees()?
         .iter()
+        .filter(|w| Some(w.path.as_path()) != leaving)
         .any(|w| w.branch.as_deref() == Some(branch))
     {
         return Ok(false);

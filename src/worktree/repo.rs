@@ -295,6 +295,11 @@ impl Repo {
     /// Commits reachable from `branch` that are neither on its upstream nor
     /// integrated into the default branch: work that exists nowhere else.
     pub fn unsaved_commits(&self, branch: &str) -> Result<Vec<String>> {
+        if let Some(repo) = self.git2()
+            && let Some(commits) = unsaved_commits_git2(&repo, branch)
+        {
+            return Ok(commits);
+        }
         let tip = format!("refs/heads/{branch}");
         let mut args = vec![
             "rev-list".to_string(),
@@ -308,6 +313,34 @@ impl Repo {
         let out = self.git.run(&self.main_root, &refs)?;
         Ok(out.lines().map(str::to_string).collect())
     }
+}
+
+/// [`Repo::unsaved_commits`] with libgit2 (`<short id> <subject>`, newest
+/// first, as `git rev-list --oneline` prints them); `None` when libgit2
+/// cannot answer, and git is asked.
+fn unsaved_commits_git2(repo: &git2::Repository, branch: &str) -> Option<Vec<String>> {
+    let local = repo.find_branch(branch, git2::BranchType::Local).ok()?;
+    let tip = local.get().target()?;
+    let mut walk = repo.revwalk().ok()?;
+    walk.set_sorting(git2::Sort::TIME).ok()?;
+    walk.push(tip).ok()?;
+    let upstream = local.upstream().ok().and_then(|u| u.get().target());
+    let defaults = default_branch_refs_git2(repo)
+        .into_iter()
+        .filter_map(|r| repo.refname_to_id(&r).ok());
+    for oid in upstream.into_iter().chain(defaults) {
+        walk.hide(oid).ok()?;
+    }
+    walk.map(|oid| {
+        let commit = repo.find_commit(oid.ok()?).ok()?;
+        let short = commit.as_object().short_id().ok()?;
+        Some(format!(
+            "{} {}",
+            short.as_str().ok()?,
+            commit.summary().ok().flatten().unwrap_or_default()
+        ))
+    })
+    .collect()
 }
 
 /// [`Repo::default_branch_refs`] with libgit2: no subprocess.

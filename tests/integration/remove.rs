@@ -430,3 +430,113 @@ fn dirty_check_sees_every_kind_of_change_and_never_groves_own_files() {
     sb.git(&repo, &["rm", "-q", "READ ME.md"]);
     assert!(dirty("a staged deletion"));
 }
+
+/// Files left in the worktree's directory, trash included.
+fn entries_beside(wt: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(wt.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// `rm --background` returns once the worktree is set aside and
+/// unregistered; a grove process of its own deletes the files, and
+/// nothing is left once it has.
+#[test]
+fn rm_in_the_background_sets_the_worktree_aside_and_deletes_it_after() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let t = task(&sb, &repo, "big");
+    for i in 0..300 {
+        let dir = t.wt.join(format!("gen/d{}", i % 7));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(format!("f{i}")), "x").unwrap();
+    }
+    sb.git(&t.wt, &["add", "gen"]);
+    sb.git(&t.wt, &["commit", "-q", "-m", "generated"]);
+    ok(sb
+        .grove(&repo)
+        .args(["rm", "--background", "--force", &t.id]));
+    assert!(!t.wt.exists(), "the worktree is gone from its path at once");
+    assert!(
+        !sb.git(&repo, &["worktree", "list"]).contains(&t.id[..8]),
+        "and unregistered"
+    );
+    let start = std::time::Instant::now();
+    while !entries_beside(&t.wt).is_empty() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "the background delete never finished: {:?}",
+            entries_beside(&t.wt)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!branches(&sb, &repo).contains(&t.branch));
+    // Its journal went with it.
+    let intents = sb.grove_home().join("intents");
+    let left: Vec<_> = std::fs::read_dir(&intents)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// A delete interrupted by a kill (its journal unlocked, its trash
+/// directory half gone) is finished by the next grove command, whatever it is.
+#[test]
+fn the_next_grove_command_finishes_an_interrupted_delete() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let area = sb.dir("area");
+    let trash = area.join(".grove-trash-0000");
+    std::fs::create_dir_all(trash.join("a/b")).unwrap();
+    std::fs::write(trash.join("a/b/file"), "x").unwrap();
+    std::os::unix::fs::symlink("/", trash.join("a/root-link")).unwrap();
+    let intents = sb.grove_home().join("intents");
+    std::fs::create_dir_all(&intents).unwrap();
+    let journal = intents.join("dead.jsonl");
+    std::fs::write(
+        &journal,
+        format!(
+            "{}\n",
+            json!({"step": 1, "op": "trash", "dir": trash.display().to_string()})
+        ),
+    )
+    .unwrap();
+    ok(sb.grove(&repo).args(["list", "--json"]));
+    assert!(!trash.exists(), "the trash directory is deleted");
+    assert!(!journal.exists(), "and its journal");
+    assert!(
+        std::path::Path::new("/etc").exists(),
+        "a link is never followed"
+    );
+    // A journal with other work in it is gc's, which reports it first.
+    let other = intents.join("other.jsonl");
+    let stage = area.join("staged");
+    std::fs::create_dir_all(&stage).unwrap();
+    std::fs::write(
+        &other,
+        format!(
+            "{}\n",
+            json!({"step": 1, "op": "stage", "dir": stage.display().to_string()})
+        ),
+    )
+    .unwrap();
+    ok(sb.grove(&repo).args(["list", "--json"]));
+    assert!(stage.exists() && other.exists());
+}
+
+/// The background deleter refuses anything but a trash directory.
+#[test]
+fn the_background_deleter_deletes_only_trash_directories() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let keep = sb.dir("precious");
+    std::fs::write(keep.join("file"), "x").unwrap();
+    fails_with(
+        sb.grove(&repo)
+            .args(["__delete-trash", keep.to_str().unwrap()]),
+        1,
+    );
+    assert!(keep.join("file").exists());
+}

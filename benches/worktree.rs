@@ -342,9 +342,7 @@ fn bench_status(env: &Env) {
         per(grove_cpu),
         per(git_cpu)
     );
-    let wt = std::env::var_os("GROVE_BENCH_WT")
-        .map(PathBuf::from)
-        .or_else(|| which::which("wt").ok());
+    let wt = worktrunk();
     if let Some(wt) = wt {
         let (g, w) = alternate(
             7,
@@ -355,6 +353,13 @@ fn bench_status(env: &Env) {
     } else {
         println!("  wt (worktrunk) not found: set GROVE_BENCH_WT to compare with `wt list`");
     }
+}
+
+/// worktrunk's `wt`: GROVE_BENCH_WT, else the one on the PATH.
+fn worktrunk() -> Option<PathBuf> {
+    std::env::var_os("GROVE_BENCH_WT")
+        .map(PathBuf::from)
+        .or_else(|| which::which("wt").ok())
 }
 
 /// User + system time of every child waited for so far.
@@ -480,9 +485,7 @@ fn bench_rm(env: &Env) {
         p,
         0.5,
     );
-    let wt = std::env::var_os("GROVE_BENCH_WT")
-        .map(PathBuf::from)
-        .or_else(|| which::which("wt").ok());
+    let wt = worktrunk();
     let Some(wt) = wt else {
         println!("  wt (worktrunk) not found: set GROVE_BENCH_WT to compare with `wt remove`");
         return;

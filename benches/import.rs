@@ -17,93 +17,16 @@
 // Tests and benchmarks start git, grove and their baselines themselves.
 #![allow(clippy::disallowed_methods)]
 
-use std::io::{Read, Write};
-use std::path::Path;
+use std::io::Write;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 mod common;
 use common::claude::{SESSION, common, transcript};
-use common::{median, scaled};
+use common::{median, peak, scaled, time_piped as time};
 
 const GROVE: &str = env!("CARGO_BIN_EXE_grove");
-/// Runs `cmd`, reading its stdout (a pipe, as a caller would); its wall time.
-fn time(cmd: &mut Command) -> Duration {
-    let start = Instant::now();
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let mut sink = Vec::new();
-    child
-        .stdout
-        .take()
-        .expect("stdout")
-        .read_to_end(&mut sink)
-        .expect("read");
-    let status = child.wait().expect("wait");
-    let elapsed = start.elapsed();
-    assert!(status.success(), "{cmd:?} failed");
-    elapsed
-}
-
-/// Runs `cmd` under this benchmark started as a wrapper (`--peak-of`),
-/// which waits for it alone and reads its children's peak resident set:
-/// the peak of `cmd` itself, in KB.
-fn peak(cmd: &Command) -> u64 {
-    let out = Command::new(std::env::current_exe().expect("exe"))
-        .arg("--peak-of")
-        .arg(cmd.get_program())
-        .args(cmd.get_args())
-        .current_dir(cmd.get_current_dir().unwrap_or(Path::new(".")))
-        .envs(cmd.get_envs().filter_map(|(k, v)| Some((k, v?))))
-        .stdout(Stdio::null())
-        .output()
-        .expect("wrapper");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stderr)
-        .lines()
-        .find_map(|l| l.strip_prefix("peak-kb=")?.trim().parse().ok())
-        .expect("peak")
-}
-
-/// The wrapper: runs the command, waits, prints `peak-kb=`.
-fn peak_of(args: &[String]) -> ! {
-    let status = Command::new(&args[0])
-        .args(&args[1..])
-        .status()
-        .expect("run");
-    eprintln!("peak-kb={}", children_peak_kb());
-    std::process::exit(status.code().unwrap_or(1));
-}
-
-#[cfg(unix)]
-fn children_peak_kb() -> i64 {
-    let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
-        .expect("getrusage");
-    // KB on Linux, bytes on macOS.
-    if cfg!(target_os = "macos") {
-        usage.max_rss() / 1024
-    } else {
-        usage.max_rss()
-    }
-}
-
-#[cfg(not(unix))]
-fn children_peak_kb() -> i64 {
-    0
-}
-
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if let Some(at) = args.iter().position(|a| a == "--peak-of") {
-        peak_of(&args[at + 1..]);
-    }
+    common::serve_as_peak_wrapper();
     let tmp = tempfile::Builder::new()
         .prefix("grove-bench-import-")
         .tempdir()

@@ -1,23 +1,34 @@
 //! Search benchmark: `cargo bench --bench search`.
 //!
-//! `grove search --json` against `grep -rF` over the same `messages.jsonl`
-//! files, 1 GB in all (100 threads of 10 MB), page cache warm, alternating
-//! rounds in one run: ratio of medians. GROVE_BENCH_SCALE shrinks it.
+//! 1 GB of `messages.jsonl` (100 threads of 10 MB, records shaped like
+//! grove's own), page cache warm, each query alternating with its
+//! baseline over the same files in one run, ratio of medians; every
+//! program writes into a pipe that is read:
+//!
+//! - a literal, against `rg -F` (target <= 1.2) and `grep -rF`;
+//! - `-i`, against `rg -i -F` (target <= 2);
+//! - `--regex`, against `rg -e` (target <= 2);
+//! - the peak memory of a search for a word in every message (target
+//!   <= 64 MB whatever the number of hits).
+//!
+//! The ripgrep comparisons print a skip line when `rg` is not installed.
+//! GROVE_BENCH_SCALE shrinks the data; GROVE_BENCH_KEEP=1 keeps it (its
+//! directory is printed) for profiling by hand.
 
 // Tests and benchmarks start git, grove and their baselines themselves.
 #![allow(clippy::disallowed_methods)]
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use grove::store::Store;
 
 mod common;
-use common::{median, scaled};
+use common::{alternate, peak, report, scaled, time_piped};
 
 const GROVE: &str = env!("CARGO_BIN_EXE_grove");
+const ROUNDS: usize = 7;
 
 fn fill(path: &Path, bytes: usize, thread: usize) {
     let mut out = std::io::BufWriter::new(std::fs::File::create(path).expect("log"));
@@ -43,27 +54,38 @@ fn fill(path: &Path, bytes: usize, thread: usize) {
     out.flush().expect("flush");
 }
 
-/// Runs `cmd` with its output going into a pipe that is read, as a caller
-/// reads it: with stdout on /dev/null GNU grep stops reading a file at its
-/// first match, which would flatter the baseline.
-fn time(mut cmd: Command) -> Duration {
-    use std::io::Read;
-    let start = Instant::now();
-    let mut child = cmd.stdout(Stdio::piped()).spawn().expect("run");
-    let mut sink = Vec::new();
-    child
-        .stdout
-        .take()
-        .expect("stdout")
-        .read_to_end(&mut sink)
-        .expect("read");
-    let status = child.wait().expect("wait");
-    let elapsed = start.elapsed();
-    assert!(status.success(), "{cmd:?}");
-    elapsed
+/// Lines a command prints (a hit per line for grep and rg, an element
+/// per line for `grove search --json`).
+fn lines_out(mut cmd: Command) -> usize {
+    let out = cmd.output().expect("run");
+    assert!(out.status.success(), "{cmd:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.starts_with(['[', ']']))
+        .count()
+}
+
+/// One query of grove against one baseline: same hits, then timed.
+fn compare(
+    what: &str,
+    make_grove: impl Fn() -> Command,
+    make_baseline: impl Fn() -> Command,
+    target: f64,
+) {
+    let hits = lines_out(make_grove());
+    let expected = lines_out(make_baseline());
+    assert_eq!(hits, expected, "{what}: grove and the baseline disagree");
+    let (mut grove, mut baseline) = (make_grove(), make_baseline());
+    let (g, b) = alternate(
+        ROUNDS,
+        || time_piped(&mut grove),
+        || time_piped(&mut baseline),
+    );
+    report(&format!("{what} ({hits} hits)"), g, b, target);
 }
 
 fn main() {
+    common::serve_as_peak_wrapper();
     let tmp = tempfile::Builder::new()
         .prefix("grove-bench-search-")
         .tempdir()
@@ -78,36 +100,81 @@ fn main() {
         fill(&thread.messages_path(), per_thread, t);
     }
     let total_mb = (threads * per_thread) as f64 / (1 << 20) as f64;
-    let grove = || {
+    println!("search over {total_mb:.0} MB in {threads} threads");
+    let (_tmp, dir) = if std::env::var_os("GROVE_BENCH_KEEP").is_some() {
+        let kept = tmp.keep();
+        println!("data kept in {}", kept.display());
+        (None, kept)
+    } else {
+        let dir = dir.to_path_buf();
+        (Some(tmp), dir)
+    };
+    let dir = dir.as_path();
+    let grove = |args: &[&str]| {
         let mut c = Command::new(GROVE);
         c.current_dir(dir)
             .env("GROVE_HOME", dir.join("grove-home"))
-            .args(["search", "zanzibar-4711", "--json"]);
+            .arg("search")
+            .args(args)
+            .arg("--json");
         c
     };
-    let grep = || {
-        let mut c = Command::new("grep");
-        c.current_dir(dir)
-            .args(["-rF", "zanzibar-4711", ".agent/threads"]);
+    let tool = |program: &str, args: &[&str]| {
+        let mut c = Command::new(program);
+        c.current_dir(dir).args(args).arg(".agent/threads");
         c
     };
-    // Warm the page cache, and check both find the same lines.
-    let out = grove().output().expect("grove");
-    let found: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    let grep_out = grep().output().expect("grep");
-    let grep_lines = String::from_utf8_lossy(&grep_out.stdout).lines().count();
-    assert_eq!(found.as_array().expect("array").len(), grep_lines);
-    let (mut g, mut r) = (Vec::new(), Vec::new());
-    for _ in 0..7 {
-        g.push(time(grove()));
-        r.push(time(grep()));
+    // ripgrep as it searches a directory it is given, with no ignore files
+    // to read and one thread per core (its default).
+    let rg = |args: &[&str]| {
+        let mut all = vec!["--no-ignore", "--hidden", "--no-messages"];
+        all.extend_from_slice(args);
+        tool("rg", &all)
+    };
+    let has_rg = Command::new("rg").arg("--version").output().is_ok();
+
+    if common::wanted("memory") {
+        // A word in every message: 2 hits per message, hundreds of thousands.
+        let kb = peak(&grove(&["session"]));
+        println!(
+            "memory of a search for a word in every message: peak {:.1} MB (target <= 64)",
+            kb as f64 / 1024.0
+        );
     }
-    let (g, r) = (median(g), median(r));
-    println!(
-        "search over {total_mb:.0} MB ({grep_lines} hits): grove {:.0} ms ({:.0} MB/s), grep -rF {:.0} ms, ratio {:.2} (target <= 1.50)",
-        g.as_secs_f64() * 1e3,
-        total_mb / g.as_secs_f64(),
-        r.as_secs_f64() * 1e3,
-        g.as_secs_f64() / r.as_secs_f64()
-    );
+    if common::wanted("literal") {
+        compare(
+            "literal vs grep -rF",
+            || grove(&["zanzibar-4711"]),
+            || tool("grep", &["-rF", "zanzibar-4711"]),
+            1.5,
+        );
+        if has_rg {
+            compare(
+                "literal vs rg -F",
+                || grove(&["zanzibar-4711"]),
+                || rg(&["-F", "zanzibar-4711"]),
+                1.2,
+            );
+        }
+    }
+    if !has_rg {
+        println!("skipped: the -i and --regex comparisons need rg (ripgrep) on PATH");
+        return;
+    }
+    if common::wanted("ignore-case") {
+        compare(
+            "-i vs rg -i -F",
+            || grove(&["-i", "ZANZIBAR-4711"]),
+            || rg(&["-i", "-F", "ZANZIBAR-4711"]),
+            2.0,
+        );
+    }
+    if common::wanted("regex") {
+        compare(
+            "--regex vs rg -e",
+            || grove(&["--regex", r"zanzi[a-z]+-\d+"]),
+            || rg(&["-e", r"zanzi[a-z]+-\d+"]),
+            2.0,
+        );
+    }
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use grove::atsf::Role;
 use grove::discovery::{self, Found, Options};
 use grove::project::Project;
-use grove::search::{self, Query};
+use grove::search::{self, Event, Query};
 
 use super::Output;
 use super::append::RoleArg;
@@ -70,37 +70,35 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         }
     };
     let threads: Vec<_> = found.iter().map(|f| f.thread.clone()).collect();
-    let results = search::search_all(&threads, &query);
-    let stdout = std::io::stdout().lock();
     let mut p = Printer {
-        w: std::io::BufWriter::with_capacity(256 * 1024, stdout),
+        w: std::io::BufWriter::with_capacity(256 * 1024, std::io::stdout()),
         json: args.json,
         style: out.style(),
         count: 0,
     };
     p.open()?;
-    for (f, result) in found.iter().zip(results) {
-        let result = match result {
-            Ok(r) => r,
-            Err(e) => {
-                out.warn(&format!("could not search {}: {e}", f.meta.thread_id));
-                continue;
-            }
-        };
-        for e in &result.errors {
-            out.warn(&format!("skipped a malformed line: {e}"));
-        }
+    let mut current = None;
+    search::search_in_order(&threads, &query, |i, event| {
+        let f = &found[i];
         // The title first: a thread can be found by its name.
-        if !query.has_role() {
-            let in_title = query.find_in(&f.meta.title);
+        if current != Some(i) {
+            current = Some(i);
+            let in_title = match query.has_role() {
+                true => Vec::new(),
+                false => query.find_in(&f.meta.title),
+            };
             if !in_title.is_empty() {
                 p.title_hit(f, &in_title)?;
             }
         }
-        for hit in &result.hits {
-            p.hit(f, hit)?;
+        match event {
+            Event::Hit(hit) => p.hit(f, &hit)?,
+            Event::Malformed(e) => out.warn(&format!("skipped a malformed line: {e}")),
+            Event::Failed(e) => out.warn(&format!("could not search {}: {e}", f.meta.thread_id)),
+            Event::Done => {}
         }
-    }
+        Ok(())
+    })?;
     p.close()?;
     let count = p.count;
     if count == 0 {
@@ -139,7 +137,7 @@ impl<W: Write> Printer<W> {
     }
 
     /// One JSON element, or `line`.
-    fn emit(&mut self, f: &Found, fields: serde_json::Value, line: String) -> anyhow::Result<()> {
+    fn emit(&mut self, f: &Found, fields: serde_json::Value, line: String) -> std::io::Result<()> {
         if self.json {
             if self.count > 0 {
                 self.w.write_all(b",")?;
@@ -161,7 +159,7 @@ impl<W: Write> Printer<W> {
         Ok(())
     }
 
-    fn title_hit(&mut self, f: &Found, matches: &[(usize, usize)]) -> anyhow::Result<()> {
+    fn title_hit(&mut self, f: &Found, matches: &[(usize, usize)]) -> std::io::Result<()> {
         let s = self.style;
         let line = format!(
             "{}  title  {}",
@@ -175,7 +173,7 @@ impl<W: Write> Printer<W> {
         self.emit(f, fields, line)
     }
 
-    fn hit(&mut self, f: &Found, hit: &search::Hit) -> anyhow::Result<()> {
+    fn hit(&mut self, f: &Found, hit: &search::Hit) -> std::io::Result<()> {
         let s = self.style;
         let line = format!(
             "{}  #{:<4} {:<6} {}  {}",

@@ -1,0 +1,302 @@
+//! Which lines of a raw log may hold a match, found without parsing them.
+//!
+//! Every query is first run over the raw bytes of `messages.jsonl`, as
+//! `rg` runs it, and only the lines it finds are parsed and searched for
+//! real. The prefilter may find lines that do not match (they are parsed
+//! and dropped) but must never miss one that does. What makes that hard is
+//! JSON's escapes: the text `say "hi"` is `say \"hi\"` in the log, and an
+//! encoder may write any character as `\uXXXX` (Python writes every
+//! non-ASCII one so, Go writes `<>&` so) or `/` as `\/`.
+//!
+//! - A literal is looked for in its escaped form (as serde writes it).
+//! - A case-insensitive literal likewise, through a byte regex with
+//!   Unicode case folding over the raw UTF-8.
+//! - A regular expression gives the literals every match must start (or
+//!   end) with (`regex-syntax`'s extractor, as the regex crate and ripgrep
+//!   use it), looked for in their escaped form. A regex with no such
+//!   literals (`\w+`) has no prefilter: every line is parsed.
+//!
+//! When a query holds a character an encoder may write another way, lines
+//! holding a `\u` or `\/` escape are candidates too.
+
+use memchr::memmem;
+use regex_syntax::hir::literal::{ExtractKind, Extractor, Seq};
+use regex_syntax::hir::{Class, HirKind};
+
+/// Finds the candidate lines of a region of a log.
+#[derive(Debug, Clone)]
+pub(super) struct Prefilter {
+    finder: Finder,
+    /// Whether the finder alone finds every matching line; when not,
+    /// lines holding an escape an encoder may use are candidates too.
+    exact: bool,
+}
+
+#[derive(Debug, Clone)]
+enum Finder {
+    Literal(Box<memmem::Finder<'static>>),
+    Bytes(regex::bytes::Regex),
+    /// No literal to look for: every line is a candidate.
+    EveryLine,
+}
+
+/// Escapes that stand for a character some encoder writes otherwise.
+const OTHER_ESCAPES: [&[u8]; 2] = [b"\\u", b"\\/"];
+
+impl Prefilter {
+    /// For a case-sensitive literal.
+    pub(super) fn literal(text: &str) -> Prefilter {
+        let escaped = json_escaped(text.as_bytes());
+        Prefilter {
+            finder: Finder::Literal(Box::new(memmem::Finder::new(&escaped).into_owned())),
+            exact: text.bytes().all(is_plain),
+        }
+    }
+
+    /// For a literal matched with Unicode case folding.
+    pub(super) fn folded_literal(text: &str) -> Prefilter {
+        // Escaping only adds ASCII: the escaped form is still UTF-8, and a
+        // Unicode folding regex over the raw bytes folds it as `-i` does.
+        let escaped = String::from_utf8_lossy(&json_escaped(text.as_bytes())).into_owned();
+        let pattern = format!("(?i){}", regex_syntax::escape(&escaped));
+        let ascii = text.chars().all(|c| c.is_ascii() && !folds_beyond_ascii(c));
+        let finder = match regex::bytes::RegexBuilder::new(&pattern).build() {
+            Ok(re) => Finder::Bytes(re),
+            Err(_) => Finder::EveryLine,
+        };
+        Prefilter {
+            finder,
+            // `k` also matches the Kelvin sign, which an encoder may write
+            // as `\u212a`: such letters are not plain.
+            exact: ascii && text.bytes().all(is_plain),
+        }
+    }
+
+    /// None: every line is parsed.
+    pub(super) fn every_line() -> Prefilter {
+        Prefilter {
+            finder: Finder::EveryLine,
+            exact: true,
+        }
+    }
+
+    /// For a regular expression (already known to compile).
+    pub(super) fn regex(pattern: &str, ignore_case: bool) -> Prefilter {
+        let every_line = Prefilter::every_line();
+        let Ok(hir) = regex_syntax::ParserBuilder::new()
+            .case_insensitive(ignore_case)
+            .build()
+            .parse(pattern)
+        else {
+            return every_line;
+        };
+        let Some(literals) = required_literals(&hir) else {
+            return every_line;
+        };
+        let mut exact = true;
+        let alternatives: Vec<String> = literals
+            .iter()
+            .map(|l| {
+                exact &= l.iter().all(|&b| is_plain(b));
+                bytes_pattern(&json_escaped(l))
+            })
+            .collect();
+        match regex::bytes::RegexBuilder::new(&alternatives.join("|"))
+            .unicode(false)
+            .build()
+        {
+            Ok(re) => Prefilter {
+                finder: Finder::Bytes(re),
+                exact,
+            },
+            Err(_) => every_line,
+        }
+    }
+
+    /// Whether every line is a candidate.
+    pub(super) fn takes_every_line(&self) -> bool {
+        matches!(self.finder, Finder::EveryLine)
+    }
+
+    /// Offsets in `region` that lie on candidate lines, in order (several
+    /// may fall on one line). Not called when every line is a candidate.
+    pub(super) fn candidates(&self, region: &[u8], out: &mut Vec<usize>) {
+        out.clear();
+        match &self.finder {
+            Finder::Literal(f) => out.extend(f.find_iter(region)),
+            Finder::Bytes(re) => out.extend(re.find_iter(region).map(|m| m.start())),
+            Finder::EveryLine => {}
+        }
+        if !self.exact {
+            for escape in OTHER_ESCAPES {
+                out.extend(memmem::find_iter(region, escape));
+            }
+            out.sort_unstable();
+        }
+    }
+}
+
+/// Literals one of which every match of `hir` contains: its prefixes or
+/// suffixes, whichever are longer; `None` when neither is a usable set.
+fn required_literals(hir: &regex_syntax::hir::Hir) -> Option<Vec<Vec<u8>>> {
+    let usable = |seq: Seq| -> Option<(usize, Vec<Vec<u8>>)> {
+        let shortest = seq.min_literal_len()?;
+        if shortest == 0 {
+            return None; // a match may start (or end) with anything
+        }
+        let literals = seq.literals()?;
+        Some((
+            shortest,
+            literals.iter().map(|l| l.as_bytes().to_vec()).collect(),
+        ))
+    };
+    let prefixes = usable(Extractor::new().extract(hir));
+    let suffixes = usable(Extractor::new().kind(ExtractKind::Suffix).extract(hir));
+    match (prefixes, suffixes) {
+        (Some(p), Some(s)) => Some(if s.0 > p.0 { s.1 } else { p.1 }),
+        (p, s) => p.or(s).map(|(_, l)| l),
+    }
+}
+
+/// `bytes` as serde_json writes them inside a string.
+pub(super) fn json_escaped(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    for &b in bytes {
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            0..0x20 => out.extend_from_slice(format!("\\u{b:04x}").as_bytes()),
+            _ => out.push(b),
+        }
+    }
+    out
+}
+
+/// A byte regex (Unicode mode off) matching exactly `bytes`, which may
+/// end inside a UTF-8 sequence (the extractor cuts long literals).
+fn bytes_pattern(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        if b.is_ascii_alphanumeric() {
+            out.push(b as char);
+        } else if b.is_ascii() {
+            out.push_str(&regex_syntax::escape(&(b as char).to_string()));
+        } else {
+            // Unicode mode is off inside: the byte itself.
+            out.push_str(&format!("(?-u:\\x{b:02X})"));
+        }
+    }
+    out
+}
+
+/// Whether every encoder writes this byte as itself: printable ASCII
+/// other than the characters some escape (`"` and `\` are escaped the one
+/// way serde does, `<>&'` become `\u` in some, `/` becomes `\/`).
+fn is_plain(b: u8) -> bool {
+    (0x20..0x7f).contains(&b) && !b"<>&'\"\\/".contains(&b)
+}
+
+/// Whether case folding maps `c` to a character outside ASCII (`k` to the
+/// Kelvin sign, `s` to the long s).
+fn folds_beyond_ascii(c: char) -> bool {
+    let Ok(hir) = regex_syntax::ParserBuilder::new()
+        .case_insensitive(true)
+        .build()
+        .parse(&regex_syntax::escape(&c.to_string()))
+    else {
+        return true;
+    };
+    match hir.kind() {
+        HirKind::Class(Class::Unicode(class)) => class.ranges().iter().any(|r| !r.end().is_ascii()),
+        HirKind::Literal(lit) => !lit.0.is_ascii(),
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines_found(p: &Prefilter, log: &str) -> Vec<usize> {
+        if p.takes_every_line() {
+            return (0..log.lines().count()).collect();
+        }
+        let mut at = Vec::new();
+        p.candidates(log.as_bytes(), &mut at);
+        let mut lines: Vec<usize> = at
+            .iter()
+            .map(|&a| log.as_bytes()[..a].iter().filter(|&&b| b == b'\n').count())
+            .collect();
+        lines.dedup();
+        lines
+    }
+
+    #[test]
+    fn a_plain_literal_is_exact_and_others_take_escaped_lines() {
+        let log = "{\"t\":\"login bug\"}\n{\"t\":\"caf\\u00e9\"}\n{\"t\":\"src\\/a\"}\n";
+        assert_eq!(lines_found(&Prefilter::literal("login"), log), vec![0]);
+        assert_eq!(lines_found(&Prefilter::literal("café"), log), vec![1, 2]);
+        assert_eq!(lines_found(&Prefilter::literal("src/a"), log), vec![1, 2]);
+        assert!(!Prefilter::literal("say \"hi\"").exact);
+        assert!(!Prefilter::literal("<div>").exact);
+    }
+
+    #[test]
+    fn folding_finds_every_case_and_the_letters_that_fold_beyond_ascii_are_not_exact() {
+        let log = "{\"t\":\"LOGIN Bug\"}\n{\"t\":\"l\\u006fgin\"}\n{\"t\":\"CAFÉ\"}\n";
+        let p = Prefilter::folded_literal("login");
+        assert!(p.exact);
+        assert_eq!(lines_found(&p, log), vec![0]);
+        assert_eq!(
+            lines_found(&Prefilter::folded_literal("café"), log),
+            vec![1, 2]
+        );
+        assert!(
+            !Prefilter::folded_literal("ask").exact,
+            "k folds to the Kelvin sign"
+        );
+        assert!(
+            !Prefilter::folded_literal("s").exact,
+            "s folds to the long s"
+        );
+        assert!(Prefilter::folded_literal("zanzibar-4711").exact);
+    }
+
+    #[test]
+    fn a_regex_is_prefiltered_by_the_literals_its_matches_need() {
+        let log = "{\"t\":\"E42 failed\"}\n{\"t\":\"fine\"}\n{\"t\":\"error E7\"}\n";
+        let p = Prefilter::regex(r"E\d{2}\b", false);
+        assert!(!p.takes_every_line());
+        assert_eq!(lines_found(&p, log), vec![0, 2]);
+        // Suffixes when the prefixes say nothing.
+        let p = Prefilter::regex(r"\w+ failed", false);
+        assert_eq!(lines_found(&p, log), vec![0]);
+        assert!(Prefilter::regex(r"\w+", false).takes_every_line());
+        assert!(Prefilter::regex(r"a?", false).takes_every_line());
+        // A quote in the regex is looked for escaped.
+        let p = Prefilter::regex(r#"said "(hi|ho)""#, false);
+        let log = "{\"t\":\"she said \\\"ho\\\"\"}\n{\"t\":\"said ho\"}\n";
+        assert_eq!(lines_found(&p, log), vec![0]);
+        // Case folding inside the regex.
+        let p = Prefilter::regex(r"(?i)fail(ed|s)", false);
+        assert_eq!(lines_found(&p, "{\"t\":\"FAILED\"}\n"), vec![0]);
+    }
+
+    #[test]
+    fn escapes_are_those_serde_writes() {
+        assert_eq!(
+            json_escaped(b"a\"b\\c\nd\x01"),
+            b"a\\\"b\\\\c\\nd\\u0001".to_vec()
+        );
+        let json = serde_json::to_string("a\"b\\c\nd\x01\x1f\t").unwrap();
+        assert_eq!(
+            json_escaped("a\"b\\c\nd\x01\x1f\t".as_bytes()),
+            json.as_bytes()[1..json.len() - 1].to_vec()
+        );
+    }
+}

@@ -116,7 +116,19 @@ fn save_locked(
         fsutil::write_atomic(&cached_meta, &meta_bytes)?;
     }
     link_files(thread.dir(), &dir)?;
-    write_record(&dir, record)?;
+    match read_record(&dir) {
+        // Only `cachedAt` would change: not worth two fsyncs on the first
+        // read after each write. The record's time still moves on, so that
+        // the next read does not look again.
+        Ok(old) if same_place(&old, record) && old.state == record.state => {
+            touch(&dir.join(RECORD))
+        }
+        // Only the state changes: a marker against a killed process, whose
+        // writes the kernel keeps (as the intent journal is); after a power
+        // cut the older state is finished like an interrupted removal.
+        Ok(old) if same_place(&old, record) => write_record_unsynced(&dir, record)?,
+        _ => write_record(&dir, record)?,
+    }
     Ok(dir)
 }
 
@@ -253,18 +265,8 @@ fn needs_refresh(thread: &Thread, dir: &Path, record: &CacheRecord) -> bool {
         (Err(_), _) => false,
     };
     let log_linked = fsutil::same_file(&thread.messages_path(), &dir.join(atsf::MESSAGES_FILE));
-    let moved = match read_record(dir) {
-        Ok(r) => {
-            (&r.repo_root, &r.worktree_path, &r.branch, r.state)
-                != (
-                    &record.repo_root,
-                    &record.worktree_path,
-                    &record.branch,
-                    record.state,
-                )
-        }
-        Err(_) => true,
-    };
+    let moved =
+        read_record(dir).map_or(true, |r| !same_place(&r, record) || r.state != record.state);
     // A new file in the thread directory (a torn tail set aside, a file
     // another tool wrote) changes the directory's time: the save links it.
     let added = match (
@@ -280,6 +282,33 @@ fn needs_refresh(thread: &Thread, dir: &Path, record: &CacheRecord) -> bool {
 
 fn write_record(dir: &Path, record: &CacheRecord) -> Result<()> {
     fsutil::write_atomic(&dir.join(RECORD), &atsf::to_pretty(record)?)
+}
+
+/// Sets `path`'s modification time to now as the filesystem tells time
+/// (its clock is coarser than the system's: a precise "now" could lie
+/// after a change the directory records a moment later). Best effort: a
+/// missed touch only costs another look.
+fn touch(path: &Path) {
+    // Read-only, never through a link: the owner may set the times.
+    let Ok(file) = fsutil::open_read(path) else {
+        return;
+    };
+    #[cfg(unix)]
+    {
+        use nix::sys::time::TimeSpec;
+        let _ = nix::sys::stat::futimens(&file, &TimeSpec::UTIME_OMIT, &TimeSpec::UTIME_NOW);
+    }
+    #[cfg(not(unix))]
+    let _ = file.set_modified(std::time::SystemTime::now());
+}
+
+/// Whether two records name the same repository, worktree and branch.
+fn same_place(a: &CacheRecord, b: &CacheRecord) -> bool {
+    (&a.repo_root, &a.worktree_path, &a.branch) == (&b.repo_root, &b.worktree_path, &b.branch)
+}
+
+fn write_record_unsynced(dir: &Path, record: &CacheRecord) -> Result<()> {
+    fsutil::write_atomic_unsynced(&dir.join(RECORD), &atsf::to_pretty(record)?)
 }
 
 fn read_record(dir: &Path) -> Result<CacheRecord> {
@@ -300,6 +329,16 @@ pub(crate) fn set_state_at(dir: &Path, state: CacheState) -> Result<()> {
     let mut record = read_record(dir)?;
     record.state = state;
     write_record(dir, &record)
+}
+
+/// Marks the cache entry `dir` removed once its worktree is gone, without
+/// waiting for the disk: should a power cut bring back `removing`, the
+/// worktree is gone all the same and discovery finishes the removal then
+/// (the caller holds the cache lock).
+pub(crate) fn mark_removed_at(dir: &Path) -> Result<()> {
+    let mut record = read_record(dir)?;
+    record.state = CacheState::Removed;
+    write_record_unsynced(dir, &record)
 }
 
 /// Deletes a thread's cache entry (`grove rm --purge`, `grove delete`): it

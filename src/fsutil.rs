@@ -39,22 +39,31 @@ fn temp_in(dir: &Path, private: bool) -> Result<tempfile::NamedTempFile> {
 /// either the old or the new content, never a mix. The new file follows the
 /// umask (0644 under umask 022).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    replace(path, bytes, false)
+    replace(path, bytes, false, true)
 }
 
 /// [`write_atomic`] for a file only its owner may read (0600): the trust store.
 pub fn write_atomic_private(path: &Path, bytes: &[u8]) -> Result<()> {
-    replace(path, bytes, true)
+    replace(path, bytes, true, true)
 }
 
-fn replace(path: &Path, bytes: &[u8], private: bool) -> Result<()> {
+/// [`write_atomic`] without fsync: readers see the old or the new bytes,
+/// never a mix, but a power cut may bring the old ones back. Only for a
+/// file whose older content is repaired anyway.
+pub fn write_atomic_unsynced(path: &Path, bytes: &[u8]) -> Result<()> {
+    replace(path, bytes, false, false)
+}
+
+fn replace(path: &Path, bytes: &[u8], private: bool, sync: bool) -> Result<()> {
     let dir = parent_of(path);
     let mut tmp = temp_in(dir, private)?;
     tmp.write_all(bytes).ctx("writing", tmp.path())?;
-    tmp.as_file().sync_all().ctx("syncing", tmp.path())?;
+    if sync {
+        tmp.as_file().sync_all().ctx("syncing", tmp.path())?;
+    }
     tmp.persist(path)
         .map_err(|e| Error::io("replacing", path, e.error))?;
-    sync_dir(dir)
+    if sync { sync_dir(dir) } else { Ok(()) }
 }
 
 /// Creates `path` with `bytes` only if nothing is there yet. Returns whether it wrote.

@@ -35,8 +35,10 @@ impl std::fmt::Display for Holder {
     }
 }
 
-/// The processes at work in `dir`, leaving out grove itself and the
-/// processes it runs under (the shell that started it may sit in `dir`).
+/// The processes at work in `dir`, leaving out grove itself, the
+/// processes it runs under (the shell that started it may sit in `dir`)
+/// and those it started (the `git status` it may be running there as it
+/// looks).
 pub fn in_dir(dir: &Path) -> Vec<Holder> {
     let Ok(dir) = dir.canonicalize() else {
         return Vec::new();
@@ -44,8 +46,26 @@ pub fn in_dir(dir: &Path) -> Vec<Holder> {
     let spared = ancestors();
     scan(&dir)
         .into_iter()
-        .filter(|h| !spared.contains(&h.pid))
+        .filter(|h| !spared.contains(&h.pid) && !descends_from_grove(h.pid))
         .collect()
+}
+
+/// Whether `pid` is a child of grove, or a child's child…
+fn descends_from_grove(pid: u32) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        let own = std::process::id();
+        let mut pid = pid;
+        for _ in 0..64 {
+            match parent_of(pid) {
+                Some(parent) if parent == own => return true,
+                Some(parent) if parent > 1 => pid = parent,
+                _ => return false,
+            }
+        }
+    }
+    let _ = pid;
+    false
 }
 
 #[cfg(target_os = "linux")]
@@ -187,3 +207,25 @@ fn signal(holders: &[Holder], which: Signal) {
 
 #[cfg(not(unix))]
 fn signal(_holders: &[Holder], _which: Signal) {}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    /// grove's own children (the `git status` it runs in the worktree while
+    /// it looks) are part of grove, not processes at work there.
+    #[test]
+    #[allow(clippy::disallowed_methods)] // a child of the test process itself
+    fn groves_own_children_are_not_at_work_in_the_worktree() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .current_dir(dir.path())
+            .spawn()
+            .expect("sleep");
+        let found = in_dir(dir.path());
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(found, Vec::new());
+    }
+}

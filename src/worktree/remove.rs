@@ -70,11 +70,24 @@ struct Head {
 }
 
 /// Reasons `rm` refuses without `--force`; empty when removal is safe.
+/// The look at the files (a git process) runs while the commits are
+/// looked at.
 pub fn unsafe_reasons(repo: &Repo, found: &Found) -> Result<Vec<String>> {
-    let mut reasons = Vec::new();
     let Some(wt) = &found.worktree else {
-        return Ok(reasons);
+        return Ok(Vec::new());
     };
+    std::thread::scope(|scope| {
+        let files = scope.spawn(|| file_reasons(repo, wt));
+        let commits = commit_reasons(repo, found, wt);
+        let mut reasons = joined(files)?;
+        reasons.extend(commits?);
+        Ok(reasons)
+    })
+}
+
+/// Uncommitted files, the worktree's own or its submodules'.
+fn file_reasons(repo: &Repo, wt: &Path) -> Result<Vec<String>> {
+    let mut reasons = Vec::new();
     if intact(wt) {
         let files = uncommitted(repo, wt)?;
         if !files.is_empty() {
@@ -86,6 +99,13 @@ pub fn unsafe_reasons(repo: &Repo, found: &Found) -> Result<Vec<String>> {
         }
         reasons.extend(submodule_reasons(repo, wt)?);
     }
+    Ok(reasons)
+}
+
+/// Commits only this worktree holds: on its detached HEAD, on the branch
+/// checked out there, on the branch grove recorded.
+fn commit_reasons(repo: &Repo, found: &Found, wt: &Path) -> Result<Vec<String>> {
+    let mut reasons = Vec::new();
     let head = head_of(repo, wt)?;
     match (&head.branch, &head.commit) {
         (None, Some(commit)) => {
@@ -289,10 +309,19 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
     let id = found.thread.id().to_string();
     let wt = refuse_early(found, options)?;
     let threads = threads_in(&wt, &id);
-    checks(repo, found, &wt, &threads, options)?;
+    // With no teardown command to end a process first, the look into /proc
+    // runs alongside the checks.
+    let scan_early = !super::teardown::has_commands(repo);
+    let (checked, scanned) = std::thread::scope(|scope| {
+        let scan = scan_early.then(|| scope.spawn(|| super::processes::in_dir(&wt)));
+        let checked = checks(repo, found, &wt, &threads, options);
+        let scanned = scan.map(joined);
+        (checked, scanned)
+    });
+    checked?;
     let branch_plan = branch_plan(repo, found, options)?;
     let teardown = super::teardown::run(repo, found, &wt, options.force, &crate::hooks::Silent)?;
-    let processes = processes_gone(&wt, options)?;
+    let processes = processes_gone(&wt, options, scanned)?;
     // The threads are saved before anything is removed.
     let cached = if options.purge {
         Vec::new()
@@ -395,17 +424,22 @@ fn settle_cache(
     }
     let _lock = cache::lock(&found.repo_root)?;
     for dir in cached {
-        cache::set_state_at(dir, CacheState::Removed)?;
+        cache::mark_removed_at(dir)?;
     }
     Ok(())
 }
 
 /// No process may be at work in the worktree when it goes: refused with
 /// the list, unless `--reap` (they are ended) or `--force` (they are left
-/// running). Returns the processes reaped or left.
-fn processes_gone(wt: &Path, options: RemoveOptions) -> Result<Vec<super::processes::Holder>> {
+/// running). `scanned`: the processes already found, if looked for.
+/// Returns the processes reaped or left.
+fn processes_gone(
+    wt: &Path,
+    options: RemoveOptions,
+    scanned: Option<Vec<super::processes::Holder>>,
+) -> Result<Vec<super::processes::Holder>> {
     use super::processes;
-    let holders = processes::in_dir(wt);
+    let holders = scanned.unwrap_or_else(|| processes::in_dir(wt));
     if holders.is_empty() {
         return Ok(holders);
     }
@@ -519,13 +553,14 @@ fn save_threads(found: &Found, wt: &Path, threads: &[String]) -> Result<Vec<Path
     Ok(dirs)
 }
 
-/// Sets the worktree directory aside (a rename beside it), then at once
-/// has git forget it (`git worktree remove` of a directory that is gone
-/// only drops git's entry) and deletes grove's branch — two git processes
-/// side by side — then deletes the files. grove's own checks, which look
+/// Sets the worktree directory aside (a rename beside it), then at once,
+/// side by side: git forgets it (`git worktree remove` of a directory that
+/// is gone only drops git's entry), grove's branch is deleted (two git
+/// processes), and the files are deleted. grove's own checks, which look
 /// into submodules too, have passed: git's, which would walk the files
-/// again, are not needed. A directory already gone is pruned. Whether the
-/// branch was deleted.
+/// again, are not needed, and the files hold nothing unsaved whatever git
+/// answers. A directory already gone is pruned. Whether the branch was
+/// deleted.
 fn remove_worktree_and_branch(
     repo: &Repo,
     wt: &Path,
@@ -535,21 +570,18 @@ fn remove_worktree_and_branch(
     let aside = set_aside(wt)?;
     // The branch goes only once the worktree is out of the way: a failed
     // rename leaves both as they were.
-    let (unregistered, branch_deleted) = std::thread::scope(|scope| {
+    let (unregistered, branch_deleted, files_deleted) = std::thread::scope(|scope| {
         let branch = scope.spawn(|| match (&plan.delete, &plan.tip) {
             (Some(branch), Some(tip)) => delete_branch_leaving(repo, branch, tip, Some(wt)),
             _ => Ok(false),
         });
+        let files = aside.map(|aside| scope.spawn(move || aside.delete(background)));
         let unregistered = unregister(repo, wt);
-        let deleted = branch
-            .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p));
-        (unregistered, deleted)
+        let files_deleted = files.map_or(Ok(()), joined);
+        (unregistered, joined(branch), files_deleted)
     });
     unregistered?;
-    if let Some(aside) = aside {
-        aside.delete(background)?;
-    }
+    files_deleted?;
     branch_deleted
 }
 
@@ -666,4 +698,11 @@ fn delete_branch_leaving(
         )));
     }
     Ok(out.success)
+}
+
+/// What a scoped thread returned (its panic goes on in the caller).
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|p| std::panic::resume_unwind(p))
 }

@@ -59,6 +59,12 @@ pub fn run(
     Ok(outcomes)
 }
 
+/// Whether the repository has `preRemoveCommands` (which may end the
+/// worktree's processes before they are looked for).
+pub fn has_commands(repo: &Repo) -> bool {
+    !commands(repo).is_empty()
+}
+
 /// The main repository's `preRemoveCommands`.
 fn commands(repo: &Repo) -> Vec<PostSetupCommand> {
     Store::for_project(&repo.main_root)

@@ -540,3 +540,25 @@ fn the_background_deleter_deletes_only_trash_directories() {
     );
     assert!(keep.join("file").exists());
 }
+
+/// A cache refresh that finds nothing new (the thread directory touched,
+/// nothing added) writes nothing: no fsync on the way of the next command.
+#[test]
+fn a_refresh_that_finds_nothing_new_leaves_the_cache_record_as_it_was() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let t = task(&sb, &repo, "untouched");
+    let record = walk_find(&sb.grove_home().join("cache"), &t.id).join("cache.json");
+    ok(sb.grove(&repo).args(["list", "--json"]));
+    let before = std::fs::read(&record).unwrap();
+    // The directory's time moves on; its files do not change.
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    let scratch = t.wt.join(".agent/threads").join(&t.id).join("scratch");
+    std::fs::write(&scratch, b"x").unwrap();
+    std::fs::remove_file(&scratch).unwrap();
+    ok(sb.grove(&repo).args(["list", "--json"]));
+    assert_eq!(
+        String::from_utf8_lossy(&std::fs::read(&record).unwrap()),
+        String::from_utf8_lossy(&before)
+    );
+}

@@ -53,6 +53,7 @@ pub mod ports;
 pub mod project;
 pub mod recover;
 pub mod search;
+pub mod secrets;
 pub mod store;
 pub mod threads;
 pub mod trash;

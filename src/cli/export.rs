@@ -34,6 +34,12 @@ pub struct Args {
     /// skipped} as JSON.
     #[arg(long)]
     json: bool,
+
+    /// A thread holding secrets (see `grove scan`) is refused unless one of
+    /// these says what to do; claude and codex written into the agent's own
+    /// directory stay on this machine and are not checked.
+    #[command(flatten)]
+    secrets: super::SecretFlags,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -60,7 +66,9 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         )
         .into());
     }
-    let thread = super::resolve_thread(cwd, &args.thread)?;
+    let original = super::resolve_thread(cwd, &args.thread)?;
+    let leaving = leaving(&original, args.secrets, out)?;
+    let thread = &leaving.thread;
     let format = match args.format {
         FormatArg::Md => Format::Markdown,
         FormatArg::Html => Format::Html,
@@ -73,7 +81,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
             // Built aside and renamed: FILE is whole or untouched.
             let mut tmp = grove::fsutil::temp_file_beside(&path)?;
             let mut w = std::io::BufWriter::new(tmp.as_file_mut());
-            let done = export::export(&thread, format, &mut w)?;
+            let done = export::export(thread, format, &mut w)?;
             w.flush()?;
             drop(w);
             tmp.persist(&path)
@@ -97,7 +105,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         None => {
             let stdout = std::io::stdout().lock();
             let mut w = std::io::BufWriter::with_capacity(256 * 1024, stdout);
-            let done = export::export(&thread, format, &mut w)?;
+            let done = export::export(thread, format, &mut w)?;
             w.flush()?;
             done
         }
@@ -113,7 +121,12 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
 fn run_native(args: &Args, native: Native, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let project = grove::project::Project::discover(cwd)?;
     let found = super::resolve(out, &project, &args.thread)?;
-    let thread = &found.thread;
+    // Into the agent's own directory, the session stays on this machine.
+    let leaving = match args.output {
+        Some(_) => Some(leaving(&found.thread, args.secrets, out)?),
+        None => None,
+    };
+    let thread = leaving.as_ref().map_or(&found.thread, |l| &l.thread);
     // The session's cwd: where the agent resumes it.
     let run_in = found
         .live_worktree()
@@ -220,4 +233,26 @@ fn format_name(format: Format) -> &'static str {
         Format::Html => "html",
         Format::Jsonl => "jsonl",
     }
+}
+
+/// The thread as it may leave the machine: checked for secrets, and
+/// redacted, refused or let through as the flags say.
+fn leaving(
+    thread: &grove::store::Thread,
+    flags: super::SecretFlags,
+    out: &Output,
+) -> anyhow::Result<grove::secrets::Leaving> {
+    let leaving = grove::secrets::prepare_to_leave(thread, flags.policy())?;
+    if leaving.redacted {
+        out.status(&format!(
+            "grove: {} secret(s) redacted in what is written",
+            leaving.findings.len()
+        ));
+    } else if !leaving.findings.is_empty() {
+        out.warn(&format!(
+            "{} secret(s) written as they are (--allow-secrets)",
+            leaving.findings.len()
+        ));
+    }
+    Ok(leaving)
 }

@@ -27,6 +27,7 @@ mod progress;
 mod repair;
 mod resume;
 mod rm;
+mod scan;
 mod search;
 mod shell_init;
 mod show;
@@ -105,6 +106,7 @@ enum Command {
     Checkpoint(checkpoint::Args),
     Export(export::Args),
     Search(search::Args),
+    Scan(scan::Args),
     Import(import::Args),
     Validate(validate::Args),
     Launch(launch::Args),
@@ -121,6 +123,30 @@ enum Command {
     DeleteTrash {
         dir: PathBuf,
     },
+}
+
+/// What to do with secrets in a thread that leaves the machine.
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct SecretFlags {
+    /// Send a copy with each secret `grove scan` finds replaced by
+    /// `[REDACTED:<rule>]` (the thread itself is not changed).
+    #[arg(long, conflicts_with = "allow_secrets")]
+    redact: bool,
+
+    /// Send threads that hold secrets as they are.
+    #[arg(long)]
+    allow_secrets: bool,
+}
+
+impl SecretFlags {
+    pub fn policy(self) -> grove::secrets::Policy {
+        use grove::secrets::Policy;
+        match (self.redact, self.allow_secrets) {
+            (true, _) => Policy::Redact,
+            (_, true) => Policy::Allow,
+            _ => Policy::Refuse,
+        }
+    }
 }
 
 /// When a removed worktree's files are deleted.
@@ -253,6 +279,7 @@ fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Checkpoint(args) => checkpoint::run(args, &cwd, out),
         Command::Export(args) => export::run(args, &cwd, out),
         Command::Search(args) => search::run(args, &cwd, out),
+        Command::Scan(args) => scan::run(args, &cwd, out),
         Command::Import(args) => import::run(args, &cwd, out),
         Command::Validate(args) => validate::run(args, &cwd, out),
         Command::Launch(args) => launch::run(args, &cwd, out),

@@ -35,6 +35,7 @@ mod relations;
 mod remove;
 mod robust;
 mod search;
+mod secrets;
 mod shell;
 mod snapshots_human;
 mod teardown;

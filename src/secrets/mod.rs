@@ -326,13 +326,7 @@ pub fn prepare_to_leave(thread: &Thread, policy: Policy) -> Result<Leaving> {
     let tmp = tempfile::Builder::new()
         .prefix("grove-redacted-")
         .tempdir()
-        .map_err(|e| {
-            Error::io(
-                "creating a temporary directory in",
-                std::env::temp_dir(),
-                e,
-            )
-        })?;
+        .map_err(|e| Error::io("creating a temporary directory in", std::env::temp_dir(), e))?;
     let (copy, _) = redacted_copy(thread, tmp.path())?;
     Ok(Leaving {
         thread: copy,

@@ -45,10 +45,7 @@ fn corpus() -> Vec<(&'static str, String)> {
                 random(5, 19)
             ),
         ),
-        (
-            "gcp-api-key",
-            format!("key={}za{}", "AI", random(6, 35)),
-        ),
+        ("gcp-api-key", format!("key={}za{}", "AI", random(6, 35))),
         (
             "azure-storage-key",
             format!(

@@ -33,15 +33,19 @@ impl Env {
             .env("GROVE_HOME", &self.home)
             .args(args)
             .stdout(Stdio::null())
-            .stderr(Stdio::null());
+            .stderr(Stdio::piped());
         c
     }
 
     fn time(&self, mut cmd: Command) -> Duration {
         let start = Instant::now();
-        let ok = cmd.status().expect("run").success();
+        let out = cmd.output().expect("run");
         let t = start.elapsed();
-        assert!(ok, "{cmd:?} failed");
+        assert!(
+            out.status.success(),
+            "{cmd:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         t
     }
 }

@@ -34,6 +34,8 @@ pub enum CacheState {
     Removing,
     /// The worktree was removed; the cache is the thread's only home.
     Removed,
+    /// Brought from a git remote by `grove pull`: another machine's thread.
+    Remote,
 }
 
 /// `cache.json`: what the cache knows of where the thread lived.
@@ -339,6 +341,68 @@ pub(crate) fn mark_removed_at(dir: &Path) -> Result<()> {
     let mut record = read_record(dir)?;
     record.state = CacheState::Removed;
     write_record_unsynced(dir, &record)
+}
+
+/// Adds another machine's thread (`grove pull`) to the cache, state
+/// `remote`: made in a staging directory and renamed into place, so no
+/// reader sees half of it. Its asset names were checked by the caller.
+pub fn add_remote(main_root: &Path, id: &str, files: &crate::sync::ThreadFiles) -> Result<PathBuf> {
+    let dir = thread_dir(main_root, id)?;
+    let repo = repo_dir(main_root)?;
+    std::fs::create_dir_all(&repo).ctx("creating", &repo)?;
+    let _lock = lock(main_root)?;
+    if std::fs::symlink_metadata(&dir).is_ok() {
+        return Err(Error::Refused(format!(
+            "grove's cache already holds a thread {id} ({}) it cannot read; `grove repair {id}`              first",
+            dir.display()
+        )));
+    }
+    let staging = tempfile::Builder::new()
+        .prefix(fsutil::TMP_PREFIX)
+        .tempdir_in(&repo)
+        .ctx("creating a staging directory in", &repo)?;
+    let at = staging.path();
+    fsutil::write_new(&at.join(atsf::THREAD_FILE), &files.meta)?;
+    fsutil::write_new(&at.join(atsf::MESSAGES_FILE), &files.log)?;
+    if !files.assets.is_empty() {
+        let assets = at.join(atsf::ASSETS_DIR);
+        std::fs::create_dir(&assets).ctx("creating", &assets)?;
+        for (name, bytes) in &files.assets {
+            fsutil::write_new(&assets.join(name), bytes)?;
+        }
+    }
+    let record = CacheRecord {
+        repo_root: main_root.to_string_lossy().into_owned(),
+        worktree_path: String::new(),
+        branch: String::new(),
+        state: CacheState::Remote,
+        cached_at: atsf::now_timestamp(),
+    };
+    write_record(at, &record)?;
+    let staged = staging.keep();
+    std::fs::rename(&staged, &dir).ctx("moving into place", &dir)?;
+    fsutil::sync_dir(&repo)?;
+    Ok(dir)
+}
+
+/// Links the cache's copy of `thread`'s log anew after the log was
+/// replaced (a `pull` that put another machine's messages between this
+/// one's): the cache otherwise keeps the old file, which the new one does
+/// not continue.
+pub fn relink_log(main_root: &Path, thread: &Thread) -> Result<()> {
+    let dir = thread_dir(main_root, thread.id())?;
+    if fsutil::same_file(&dir, thread.dir()) || std::fs::symlink_metadata(&dir).is_err() {
+        return Ok(());
+    }
+    let _lock = lock(main_root)?;
+    let to = dir.join(atsf::MESSAGES_FILE);
+    match std::fs::remove_file(&to) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(Error::io("removing", &to, e));
+        }
+        _ => {}
+    }
+    fsutil::link_or_copy(&thread.messages_path(), &to, true)
 }
 
 /// Deletes a thread's cache entry (`grove rm --purge`, `grove delete`): it

@@ -30,17 +30,20 @@ pub enum Status {
     Missing,
     /// Its worktree was removed; the thread lives in the cache.
     Removed,
+    /// Another machine's thread, brought by `grove pull` into the cache.
+    Remote,
 }
 
 impl Status {
     /// Every status, in the order `list` explains them.
-    pub const ALL: [Status; 6] = [
+    pub const ALL: [Status; 7] = [
         Status::Local,
         Status::Live,
         Status::Dirty,
         Status::Merged,
         Status::Missing,
         Status::Removed,
+        Status::Remote,
     ];
 
     /// The status named `s` (`dirty`).
@@ -57,6 +60,7 @@ impl Status {
             Status::Merged => "merged",
             Status::Missing => "missing",
             Status::Removed => "removed",
+            Status::Remote => "remote",
         }
     }
 }
@@ -220,7 +224,11 @@ pub fn discover_matching(
     }
     for c in &rest {
         if seen.insert(c.thread.id().to_string()) {
-            out.threads.push(from_cache(c, Status::Removed, None));
+            let status = match c.record.state {
+                CacheState::Remote => Status::Remote,
+                _ => Status::Removed,
+            };
+            out.threads.push(from_cache(c, status, None));
         }
     }
     if options.all_repos {

@@ -146,6 +146,22 @@ pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
+/// Whether the open `file` is still the one at `path` (not replaced by a
+/// rename since it was opened).
+#[cfg(unix)]
+pub(crate) fn still_at(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::symlink_metadata(path)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+pub(crate) fn still_at(_file: &File, _path: &Path) -> bool {
+    true
+}
+
 #[cfg(not(unix))]
 pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
     match (std::fs::symlink_metadata(a), std::fs::symlink_metadata(b)) {

@@ -55,6 +55,7 @@ pub mod recover;
 pub mod search;
 pub mod secrets;
 pub mod store;
+pub mod sync;
 pub mod threads;
 pub mod trash;
 pub mod userconfig;

@@ -24,6 +24,8 @@ mod new;
 mod output;
 mod path;
 mod progress;
+mod pull;
+mod push;
 mod repair;
 mod resume;
 mod rm;
@@ -107,6 +109,8 @@ enum Command {
     Export(export::Args),
     Search(search::Args),
     Scan(scan::Args),
+    Push(push::Args),
+    Pull(pull::Args),
     Import(import::Args),
     Validate(validate::Args),
     Launch(launch::Args),
@@ -280,6 +284,8 @@ fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Export(args) => export::run(args, &cwd, out),
         Command::Search(args) => search::run(args, &cwd, out),
         Command::Scan(args) => scan::run(args, &cwd, out),
+        Command::Push(args) => push::run(args, &cwd, out),
+        Command::Pull(args) => pull::run(args, &cwd, out),
         Command::Import(args) => import::run(args, &cwd, out),
         Command::Validate(args) => validate::run(args, &cwd, out),
         Command::Launch(args) => launch::run(args, &cwd, out),

@@ -201,7 +201,8 @@ impl Thread {
 
     /// Takes the thread's exclusive lock (an OS advisory lock on
     /// `messages.jsonl` itself, the one appends take) until the guard is
-    /// dropped. Refuses an unsupported thread, a linked path, and a log that
+    /// dropped; the log the lock is taken on is the one at its path (a
+    /// log replaced meanwhile is locked anew). Refuses an unsupported thread, a linked path, and a log that
     /// is missing although `thread.json` describes messages, before creating
     /// anything.
     pub fn lock(&self) -> Result<ThreadLock<'_>> {
@@ -219,6 +220,12 @@ impl Thread {
             Err(e) => return Err(e),
         };
         file.lock().ctx("locking", &path)?;
+        // A `pull` may have replaced the log while this waited for the lock:
+        // writing to the old file would lose what is written. Take the new one.
+        if !fsutil::still_at(&file, &path) {
+            drop(file);
+            return self.lock();
+        }
         Ok(ThreadLock { thread: self, file })
     }
 

@@ -50,16 +50,22 @@ pub fn in_dir(dir: &Path) -> Vec<Holder> {
         .collect()
 }
 
-/// Whether `pid` is a child of grove, or a child's child…
+/// Whether `pid` is a child of grove, or a child's child… — or already
+/// gone (grove's own `git status` may end between the look at its
+/// directory and the look at its parent): either way not at work.
 fn descends_from_grove(pid: u32) -> bool {
     #[cfg(target_os = "linux")]
     {
         let own = std::process::id();
-        let mut pid = pid;
+        let Some(mut parent) = parent_of(pid) else {
+            return true; // ended since it was seen
+        };
         for _ in 0..64 {
-            match parent_of(pid) {
-                Some(parent) if parent == own => return true,
-                Some(parent) if parent > 1 => pid = parent,
+            if parent == own {
+                return true;
+            }
+            match parent_of(parent) {
+                Some(up) if parent > 1 => parent = up,
                 _ => return false,
             }
         }
@@ -227,5 +233,17 @@ mod tests {
         let _ = child.kill();
         let _ = child.wait();
         assert_eq!(found, Vec::new());
+    }
+
+    /// A process seen in the worktree that has ended by the time its parent
+    /// is looked up (grove's own `git status`, finishing) is not at work.
+    #[test]
+    #[allow(clippy::disallowed_methods)] // a child of the test process itself
+    fn a_process_gone_by_the_parent_lookup_is_not_at_work() {
+        let mut child = std::process::Command::new("true").spawn().expect("true");
+        let pid = child.id();
+        child.wait().expect("wait");
+        assert!(descends_from_grove(pid));
+        assert!(!descends_from_grove(1), "init is no child of grove");
     }
 }

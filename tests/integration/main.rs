@@ -38,6 +38,7 @@ mod search;
 mod secrets;
 mod shell;
 mod snapshots_human;
+mod sync;
 mod teardown;
 mod validate;
 mod worktree;

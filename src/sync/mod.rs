@@ -1,0 +1,400 @@
+//! Threads travel through any git remote: `grove push` stores each thread
+//! as a commit under `refs/grove/threads/<id>` (its tree: `thread.json`,
+//! `messages.jsonl`, `assets/`; its parent: the previous push) and pushes
+//! those refs with the user's git; `grove pull` fetches them and brings
+//! them into this machine's threads — merged into a thread that is here,
+//! into grove's cache (status `remote`) when it is not. No branch, no
+//! working tree file, nothing of the code's history changes.
+//!
+//! Every git step runs the git binary (the user's credentials, SSH, hooks);
+//! commits are read back through libgit2.
+
+mod apply;
+pub mod merge;
+mod objects;
+
+use std::path::Path;
+
+use serde::Serialize;
+
+pub use objects::ThreadFiles;
+
+use crate::discovery::Found;
+use crate::error::{Error, Result};
+use crate::secrets::{self, Policy};
+use crate::worktree::Repo;
+
+/// The local refs pushed threads are kept under.
+pub const REF_PREFIX: &str = "refs/grove/threads/";
+
+/// How many times a push rejected because the remote moved is fetched,
+/// merged and tried again.
+const ATTEMPTS: usize = 3;
+
+/// What `push` did with one thread.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pushed {
+    pub thread_id: String,
+    /// The commit the remote's ref now names.
+    pub commit: String,
+    /// Nothing new since the last push.
+    pub unchanged: bool,
+    /// The remote had moved: its messages were merged in first.
+    pub merged: bool,
+    /// Secrets replaced in what was sent (`--redact`).
+    pub redacted: usize,
+}
+
+/// A thread `push` did not send, and why.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Skipped {
+    pub thread_id: String,
+    pub reason: String,
+}
+
+/// What `push` did.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PushReport {
+    pub remote: String,
+    pub pushed: Vec<Pushed>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// What `pull` did with one thread.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pulled {
+    pub thread_id: String,
+    /// `new` (into the cache), `merged`, or `unchanged`.
+    pub outcome: &'static str,
+    /// Messages this machine did not have.
+    pub new_messages: usize,
+}
+
+/// What `pull` did.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PullReport {
+    pub remote: String,
+    pub threads: Vec<Pulled>,
+    /// Remote threads that could not be brought in (named, with why).
+    pub failed: Vec<Skipped>,
+}
+
+/// The remote to use: `name` when given, else the upstream remote of the
+/// branch checked out in `dir`, else `origin`. Refuses a name git would
+/// take for an option.
+pub fn remote_for(repo: &Repo, dir: &Path, name: Option<&str>) -> Result<String> {
+    let remote = match name {
+        Some(n) => n.to_string(),
+        None => {
+            let branch = repo
+                .git
+                .output(dir, &["symbolic-ref", "--short", "-q", "HEAD"])?;
+            let upstream = match branch.success {
+                true => repo.git.output(
+                    dir,
+                    &[
+                        "config",
+                        "--get",
+                        &format!("branch.{}.remote", branch.stdout.trim()),
+                    ],
+                )?,
+                false => branch,
+            };
+            match upstream.stdout.trim() {
+                r if upstream.success && !r.is_empty() && r != "." => r.to_string(),
+                _ => "origin".to_string(),
+            }
+        }
+    };
+    if remote.is_empty()
+        || remote.starts_with('-')
+        || remote.chars().any(|c| c.is_whitespace() || c.is_control())
+    {
+        return Err(Error::Other(format!(
+            "{remote:?} is not a remote name; `git remote -v` lists them"
+        )));
+    }
+    Ok(remote)
+}
+
+/// Whether the thread may leave this machine: `metadata.grove.share` is
+/// not `false`.
+pub fn shareable(found: &Found) -> bool {
+    let share = found
+        .meta
+        .metadata
+        .as_ref()
+        .and_then(|m| m.get("grove"))
+        .and_then(|g| g.get("share"));
+    share.and_then(serde_json::Value::as_bool) != Some(false)
+}
+
+/// Pushes `threads` to `remote`: each committed under its ref (after the
+/// secret check `policy` settles), then all refs in one `git push`; a ref
+/// the remote has moved is fetched, merged into this machine's thread and
+/// pushed again.
+pub fn push(repo: &Repo, threads: &[Found], remote: &str, policy: Policy) -> Result<PushReport> {
+    let mut report = PushReport {
+        remote: remote.to_string(),
+        pushed: Vec::new(),
+        skipped: Vec::new(),
+    };
+    let identity = identity(repo)?;
+    let mut pending: Vec<(Found, Commit)> = Vec::new();
+    for found in threads {
+        let id = found.thread.id().to_string();
+        if !shareable(found) {
+            report.skipped.push(Skipped {
+                thread_id: id,
+                reason: "metadata.grove.share is false".into(),
+            });
+            continue;
+        }
+        match commit_thread(repo, &identity, found, policy, None) {
+            Ok(c) => pending.push((found.clone(), c)),
+            Err(e @ Error::Refused(_)) => report.skipped.push(Skipped {
+                thread_id: id,
+                reason: e.to_string(),
+            }),
+            Err(e) => return Err(e),
+        }
+    }
+    for attempt in 0..ATTEMPTS {
+        if pending.is_empty() {
+            break;
+        }
+        let rejected = git_push(repo, remote, &pending)?;
+        let mut again = Vec::new();
+        for (found, commit) in pending {
+            if !rejected.contains(&commit.thread_id) {
+                report.pushed.push(commit.into_pushed());
+                continue;
+            }
+            if attempt + 1 == ATTEMPTS {
+                return Err(Error::Git(format!(
+                    "the remote's copy of thread {} kept moving; try `grove push` again",
+                    commit.thread_id
+                )));
+            }
+            let theirs = fetch_one(repo, remote, &commit.thread_id)?;
+            apply::merge_into(repo, &found, &theirs)?;
+            let mut merged = commit_thread(repo, &identity, &found, policy, Some(&theirs.commit))?;
+            merged.merged = true;
+            again.push((found, merged));
+        }
+        pending = again;
+    }
+    Ok(report)
+}
+
+/// Fetches every thread of `remote` and brings each into this machine's
+/// threads (see the module docs). One thread that cannot be brought in
+/// never stops the others.
+pub fn pull(project: &crate::project::Project, repo: &Repo, remote: &str) -> Result<PullReport> {
+    let tracking = format!("refs/grove/remotes/{remote}/threads/");
+    let refspec = format!("+{REF_PREFIX}*:{tracking}*");
+    repo.git.run(
+        &repo.main_root,
+        &["fetch", "--quiet", "--no-tags", remote, &refspec],
+    )?;
+    let mut report = PullReport {
+        remote: remote.to_string(),
+        threads: Vec::new(),
+        failed: Vec::new(),
+    };
+    for (id, commit) in refs_under(repo, &tracking)? {
+        let result = crate::store::validate_thread_id(&id).and_then(|()| {
+            let files = objects::read_commit(&repo.main_root, &commit)?;
+            let remote_thread = RemoteThread {
+                id: id.clone(),
+                commit,
+                files,
+            };
+            apply::bring_in(project, repo, &remote_thread)
+        });
+        match result {
+            Ok(pulled) => report.threads.push(pulled),
+            Err(e) => report.failed.push(Skipped {
+                thread_id: id,
+                reason: e.to_string(),
+            }),
+        }
+    }
+    Ok(report)
+}
+
+/// A thread as the remote has it.
+#[derive(Debug, Clone)]
+pub struct RemoteThread {
+    pub id: String,
+    pub commit: String,
+    pub files: ThreadFiles,
+}
+
+/// A thread committed under its local ref, ready to push.
+#[derive(Debug, Clone)]
+struct Commit {
+    thread_id: String,
+    commit: String,
+    unchanged: bool,
+    merged: bool,
+    redacted: usize,
+}
+
+impl Commit {
+    fn into_pushed(self) -> Pushed {
+        Pushed {
+            thread_id: self.thread_id,
+            commit: self.commit,
+            unchanged: self.unchanged,
+            merged: self.merged,
+            redacted: self.redacted,
+        }
+    }
+}
+
+/// Commits what of `found` may leave (redacted, refused or allowed by
+/// `policy`) on top of its ref (and of `also`, the remote's commit, when
+/// merging); the ref is moved there.
+fn commit_thread(
+    repo: &Repo,
+    identity: &[&str],
+    found: &Found,
+    policy: Policy,
+    also: Option<&str>,
+) -> Result<Commit> {
+    let id = found.thread.id().to_string();
+    let leaving = secrets::prepare_to_leave(&found.thread, policy)?;
+    let redacted = if leaving.redacted {
+        leaving.findings.len()
+    } else {
+        0
+    };
+    let tree = objects::write_tree(&repo.git, &repo.main_root, &leaving.thread)?;
+    let name = format!("{REF_PREFIX}{id}");
+    let parent = rev_parse(repo, &name)?;
+    if also.is_none()
+        && let Some(parent) = &parent
+        && rev_parse(repo, &format!("{parent}^{{tree}}"))?.as_deref() == Some(tree.as_str())
+    {
+        return Ok(Commit {
+            thread_id: id,
+            commit: parent.clone(),
+            unchanged: true,
+            merged: false,
+            redacted,
+        });
+    }
+    let message = format!("grove: thread {id}\n\n{}\n", found.meta.title);
+    let mut args: Vec<&str> = identity.to_vec();
+    args.extend(["commit-tree", &tree, "-m", &message]);
+    for p in parent.iter().map(String::as_str).chain(also) {
+        args.extend(["-p", p]);
+    }
+    let commit = repo.git.run(&repo.main_root, &args)?;
+    let old = parent.unwrap_or_else(|| "0".repeat(40));
+    repo.git
+        .run(&repo.main_root, &["update-ref", &name, &commit, &old])?;
+    Ok(Commit {
+        thread_id: id,
+        commit,
+        unchanged: false,
+        merged: false,
+        redacted,
+    })
+}
+
+/// The ids of the threads whose push git rejected.
+fn git_push(repo: &Repo, remote: &str, pending: &[(Found, Commit)]) -> Result<Vec<String>> {
+    let specs: Vec<String> = pending
+        .iter()
+        .map(|(_, c)| format!("{REF_PREFIX}{id}:{REF_PREFIX}{id}", id = c.thread_id))
+        .collect();
+    let mut args = vec!["push", "--porcelain", remote];
+    args.extend(specs.iter().map(String::as_str));
+    let out = repo.git.output(&repo.main_root, &args)?;
+    // `--porcelain`: one `<flag>\t<from>:<to>\t<summary>` line per ref.
+    let rejected: Vec<String> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with('!'))
+        .filter_map(|l| l.split('\t').nth(1))
+        .filter_map(|spec| spec.split(':').next()?.strip_prefix(REF_PREFIX))
+        .map(str::to_string)
+        .collect();
+    if !out.success && rejected.is_empty() {
+        return Err(Error::Git(format!(
+            "`git push {remote}` failed: {}",
+            if out.stderr.is_empty() {
+                "no message"
+            } else {
+                &out.stderr
+            }
+        )));
+    }
+    Ok(rejected)
+}
+
+/// The remote's commit of one thread, fetched into its tracking ref.
+fn fetch_one(repo: &Repo, remote: &str, id: &str) -> Result<RemoteThread> {
+    let tracking = format!("refs/grove/remotes/{remote}/threads/{id}");
+    let spec = format!("+{REF_PREFIX}{id}:{tracking}");
+    repo.git.run(
+        &repo.main_root,
+        &["fetch", "--quiet", "--no-tags", remote, &spec],
+    )?;
+    let commit = rev_parse(repo, &tracking)?
+        .ok_or_else(|| Error::Git(format!("the remote has no thread {id}")))?;
+    let files = objects::read_commit(&repo.main_root, &commit)?;
+    Ok(RemoteThread {
+        id: id.to_string(),
+        commit,
+        files,
+    })
+}
+
+fn rev_parse(repo: &Repo, name: &str) -> Result<Option<String>> {
+    let out = repo
+        .git
+        .output(&repo.main_root, &["rev-parse", "-q", "--verify", name])?;
+    Ok(out.success.then(|| out.stdout.trim().to_string()))
+}
+
+/// (thread id, commit) of every ref under `prefix`.
+fn refs_under(repo: &Repo, prefix: &str) -> Result<Vec<(String, String)>> {
+    let out = repo.git.run(
+        &repo.main_root,
+        &["for-each-ref", "--format=%(refname) %(objectname)", prefix],
+    )?;
+    Ok(out
+        .lines()
+        .filter_map(|l| {
+            let (name, oid) = l.split_once(' ')?;
+            Some((name.strip_prefix(prefix)?.to_string(), oid.to_string()))
+        })
+        .collect())
+}
+
+/// `-c user.name=… -c user.email=…` when git has no identity of the
+/// user's (a fresh CI machine): commits of threads still get made.
+fn identity(repo: &Repo) -> Result<Vec<&'static str>> {
+    let known = repo
+        .git
+        .check(&repo.main_root, &["var", "GIT_COMMITTER_IDENT"])?;
+    Ok(if known {
+        Vec::new()
+    } else {
+        vec!["-c", "user.name=grove", "-c", "user.email=grove@localhost"]
+    })
+}
+
+/// Whether `a` is `b` or an ancestor of it.
+fn is_ancestor(repo: &Repo, a: &str, b: &str) -> Result<bool> {
+    repo.git
+        .check(&repo.main_root, &["merge-base", "--is-ancestor", a, b])
+}

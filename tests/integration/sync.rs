@@ -1,0 +1,237 @@
+//! `grove push` / `grove pull`: threads travel through a bare remote made
+//! here, between two clones that stand for two machines.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use crate::support::*;
+
+/// A bare remote and two clones of it, `a` and `b`.
+fn machines() -> (Sandbox, PathBuf, PathBuf) {
+    let sb = Sandbox::new();
+    let remote = sb.path().join("remote.git");
+    let remote_s = remote.to_str().unwrap();
+    sb.git(&sb.path(), &["init", "-q", "--bare", remote_s]);
+    let a = sb.repo("a");
+    sb.git(&a, &["remote", "add", "origin", remote_s]);
+    sb.git(&a, &["push", "-q", "-u", "origin", "main"]);
+    let b = sb.path().join("b");
+    sb.git(&sb.path(), &["clone", "-q", remote_s, b.to_str().unwrap()]);
+    (sb, a, b)
+}
+
+fn msg(id: &str, ts: &str, text: &str) -> String {
+    serde_json::json!({
+        "id": id, "role": "user", "timestamp": ts,
+        "content": [{"type": "text", "text": text}]
+    })
+    .to_string()
+}
+
+/// The thread's directory as `list` has it.
+fn thread_dir(sb: &Sandbox, repo: &Path, id: &str) -> PathBuf {
+    PathBuf::from(row_of(sb, repo, id)["threadDir"].as_str().unwrap())
+}
+
+/// thread.json, messages.jsonl and the assets of a thread, as bytes.
+fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = vec![
+        (
+            "thread.json".to_string(),
+            std::fs::read(dir.join("thread.json")).unwrap(),
+        ),
+        (
+            "messages.jsonl".to_string(),
+            std::fs::read(dir.join("messages.jsonl")).unwrap(),
+        ),
+    ];
+    if let Ok(assets) = std::fs::read_dir(dir.join("assets")) {
+        let mut names: Vec<_> = assets.map(|e| e.unwrap().file_name()).collect();
+        names.sort();
+        for n in names {
+            let path = dir.join("assets").join(&n);
+            out.push((
+                n.to_string_lossy().into_owned(),
+                std::fs::read(path).unwrap(),
+            ));
+        }
+    }
+    out
+}
+
+fn message_ids(dir: &Path) -> Vec<String> {
+    message_lines(dir)
+        .iter()
+        .map(|m| m["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_pushed_thread_arrives_byte_for_byte_and_is_found_as_remote() {
+    let (sb, a, b) = machines();
+    let id = new_thread(&sb, &a, "Fix the login bug");
+    append_stdin(
+        &sb,
+        &a,
+        &id,
+        &msg("m1", "2025-03-01T10:00:00.000Z", "the cookie expires"),
+    );
+    let asset = thread_dir(&sb, &a, &id).join("assets");
+    std::fs::create_dir_all(&asset).unwrap();
+    std::fs::write(asset.join("0123abcd.png"), b"\x89PNG fake").unwrap();
+    let pushed = json(&ok(sb.grove(&a).args(["push", &id, "--json"])));
+    assert_eq!(pushed["remote"], "origin");
+    assert_eq!(pushed["pushed"][0]["threadId"], id.as_str());
+    // Stored as a ref of the remote, no branch touched.
+    let remote = sb.path().join("remote.git");
+    let refs = sb.git(
+        &remote,
+        &["for-each-ref", "--sort=refname", "--format=%(refname)"],
+    );
+    assert_eq!(refs, format!("refs/grove/threads/{id}\nrefs/heads/main"));
+
+    let pulled = json(&ok(sb.grove(&b).args(["pull", "--json"])));
+    assert_eq!(pulled["threads"][0]["outcome"], "new");
+    assert_eq!(pulled["threads"][0]["newMessages"], 1);
+    let row = row_of(&sb, &b, &id);
+    assert_eq!(row["status"], "remote");
+    assert_eq!(
+        files(&thread_dir(&sb, &b, &id)),
+        files(&thread_dir(&sb, &a, &id))
+    );
+    let shown = ok(sb.grove(&b).args(["show", &id]));
+    assert!(shown.contains("the cookie expires"), "{shown}");
+    let found = json(&ok(sb.grove(&b).args(["search", "cookie", "--json"])));
+    assert_eq!(found[0]["threadId"], id.as_str());
+    // Nothing new: both say so.
+    let again = json(&ok(sb.grove(&a).args(["push", &id, "--json"])));
+    assert_eq!(again["pushed"][0]["unchanged"], true);
+    let again = json(&ok(sb.grove(&b).args(["pull", "--json"])));
+    assert_eq!(again["threads"][0]["outcome"], "unchanged");
+}
+
+/// Both machines append; they push and pull in `order`; both end with the
+/// same bytes and every message once.
+fn diverge_and_sync(b_pushes_first: bool) {
+    let (sb, a, b) = machines();
+    let id = new_thread(&sb, &a, "Shared");
+    append_stdin(
+        &sb,
+        &a,
+        &id,
+        &msg("m1", "2025-03-01T10:00:00.000Z", "start"),
+    );
+    ok(sb.grove(&a).args(["push", &id]));
+    ok(sb.grove(&b).args(["pull"]));
+    // B's message is older than A's second one: the merge puts it first.
+    append_stdin(
+        &sb,
+        &a,
+        &id,
+        &msg("a2", "2025-03-01T10:05:00.000Z", "from a"),
+    );
+    append_stdin(
+        &sb,
+        &b,
+        &id,
+        &msg("b2", "2025-03-01T10:03:00.000Z", "from b"),
+    );
+    append_stdin(
+        &sb,
+        &b,
+        &id,
+        &msg("b3", "2025-03-01T10:07:00.000Z", "more from b"),
+    );
+    let (first, second) = if b_pushes_first { (&b, &a) } else { (&a, &b) };
+    ok(sb.grove(first).args(["push", &id]));
+    // The remote moved: fetched, merged, pushed again.
+    let pushed = json(&ok(sb.grove(second).args(["push", &id, "--json"])));
+    assert_eq!(pushed["pushed"][0]["merged"], true, "{pushed}");
+    ok(sb.grove(first).args(["pull"]));
+    ok(sb.grove(second).args(["pull"]));
+    let (da, db) = (thread_dir(&sb, &a, &id), thread_dir(&sb, &b, &id));
+    assert_eq!(message_ids(&da), ["m1", "b2", "a2", "b3"]);
+    assert_eq!(files(&da), files(&db), "the same bytes on both machines");
+    let unique: BTreeSet<String> = message_ids(&da).into_iter().collect();
+    assert_eq!(unique.len(), 4, "every message exactly once");
+    // The thread is still whole for grove: stats recounted, appends go on.
+    assert_eq!(row_of(&sb, &a, &id)["stats"]["messageCount"], 4);
+    append_stdin(
+        &sb,
+        &a,
+        &id,
+        &msg("a4", "2025-03-01T10:09:00.000Z", "after"),
+    );
+    assert_eq!(message_ids(&da).len(), 5);
+}
+
+#[test]
+fn diverged_copies_converge_when_a_pushes_first() {
+    diverge_and_sync(false);
+}
+
+#[test]
+fn diverged_copies_converge_when_b_pushes_first() {
+    diverge_and_sync(true);
+}
+
+#[test]
+fn secrets_and_unshared_threads_stay_home() {
+    let (sb, a, b) = machines();
+    let secret = new_thread(&sb, &a, "Deploy");
+    let token = format!("{}_{}", "ghp", "R7mQ2xV9kLp4Tz8Wn3Yb6Hc1Jd5Fs0Ga2Ue7");
+    append_stdin(
+        &sb,
+        &a,
+        &secret,
+        &msg(
+            "m1",
+            "2025-03-01T10:00:00.000Z",
+            &format!("GH_TOKEN={token}"),
+        ),
+    );
+    let private = new_thread(&sb, &a, "Private");
+    let meta_path = thread_dir(&sb, &a, &private).join("thread.json");
+    let mut meta = read_json(&meta_path);
+    meta["metadata"] = serde_json::json!({"grove": {"share": false}});
+    std::fs::write(&meta_path, serde_json::to_vec_pretty(&meta).unwrap()).unwrap();
+
+    let out = run(sb.grove(&a).args(["push", "--all", "--json"]));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a refused thread fails the push"
+    );
+    let report = json(&String::from_utf8_lossy(&out.stdout));
+    let skipped: Vec<&str> = report["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["threadId"].as_str().unwrap())
+        .collect();
+    assert_eq!(skipped.len(), 2, "{report}");
+    assert!(skipped.contains(&secret.as_str()) && skipped.contains(&private.as_str()));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("share is false") && stderr.contains("--redact"),
+        "{stderr}"
+    );
+
+    ok(sb.grove(&a).args(["push", &secret, "--redact"]));
+    ok(sb.grove(&b).args(["pull"]));
+    let there = String::from_utf8(files(&thread_dir(&sb, &b, &secret))[1].1.clone()).unwrap();
+    assert!(
+        there.contains("[REDACTED:github-token]") && !there.contains(&token),
+        "{there}"
+    );
+    let here = String::from_utf8(files(&thread_dir(&sb, &a, &secret))[1].1.clone()).unwrap();
+    assert!(here.contains(&token), "the local thread is untouched");
+    assert!(
+        json(&ok(sb.grove(&b).args(["list", "--json"])))
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["threadId"] != private.as_str()),
+        "the unshared thread never left"
+    );
+}

@@ -5,6 +5,7 @@
 //! worktree-dir = "~/worktrees/{repo}/{short}"   # where `grove new` puts worktrees
 //! branch-prefix = "me/"                        # when the repository sets none
 //! agent = "claude-code"                        # when the repository sets none
+//! push-exclude-tags = ["private"]              # threads `grove push` never sends
 //!
 //! [flags]                                      # default flags per command
 //! new = ["--no-lfs"]
@@ -35,6 +36,10 @@ pub struct UserConfig {
     pub branch_prefix: Option<String>,
     /// The agent of new threads.
     pub agent: Option<String>,
+    /// Threads carrying any of these tags never leave the machine
+    /// (`grove push` skips them, as it skips `metadata.grove.share: false`).
+    #[serde(default)]
+    pub push_exclude_tags: Vec<String>,
     /// Default flags, per command (`new = ["--no-lfs"]`).
     #[serde(default)]
     pub flags: BTreeMap<String, Vec<String>>,

@@ -79,6 +79,13 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         (None, None) => ("unknown".to_string(), "default"),
     };
     values.push(("agent".into(), json!(agent), source));
+    if !user.push_exclude_tags.is_empty() {
+        values.push((
+            "push-exclude-tags".into(),
+            json!(user.push_exclude_tags),
+            "user config",
+        ));
+    }
     for (command, flags) in &user.flags {
         values.push((format!("flags.{command}"), json!(flags), "user config"));
     }

@@ -19,7 +19,7 @@ pub struct Args {
     remote: Option<String>,
 
     /// Print {remote, threads: [{threadId, outcome, newMessages}], failed:
-    /// [{threadId, reason}]}.
+    /// [{threadId, reason, keptHome}]}.
     #[arg(long)]
     json: bool,
 }

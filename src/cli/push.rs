@@ -13,7 +13,8 @@ use super::Output;
 /// parent) and those refs are pushed with your git (its credentials, SSH,
 /// hooks). No branch or file of the code changes. A thread that holds
 /// secrets (see `grove scan`) is refused unless --redact or
-/// --allow-secrets; one with `metadata.grove.share: false` never leaves.
+/// --allow-secrets; one with `metadata.grove.share: false`, or a tag of
+/// the user config's `push-exclude-tags`, never leaves.
 /// When the remote's copy moved, it is fetched, merged (every message
 /// once) and pushed again.
 #[derive(clap::Args)]
@@ -35,7 +36,7 @@ pub struct Args {
     secrets: super::SecretFlags,
 
     /// Print {remote, pushed: [{threadId, commit, unchanged, merged,
-    /// redacted}], skipped: [{threadId, reason}]}.
+    /// redacted}], skipped: [{threadId, reason, keptHome}]}.
     #[arg(long)]
     json: bool,
 }
@@ -60,7 +61,8 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
             .collect::<anyhow::Result<Vec<_>>>()?
     };
     let remote = grove::sync::remote_for(&repo, cwd, args.remote.as_deref())?;
-    let report = grove::sync::push(&repo, &found, &remote, args.secrets.policy())?;
+    let excluded = &grove::userconfig::get()?.push_exclude_tags;
+    let report = grove::sync::push(&repo, &found, &remote, args.secrets.policy(), excluded)?;
     for s in &report.skipped {
         out.warn(&format!("skipped {}: {}", s.thread_id, s.reason));
     }
@@ -90,12 +92,8 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         report.remote,
         report.skipped.len()
     ));
-    // A thread refused for its secrets is a failure; one that is not to be
-    // shared is not.
-    let refused = report
-        .skipped
-        .iter()
-        .any(|s| !s.reason.contains("metadata.grove.share"));
+    // A thread refused for its secrets is a failure; one kept home is not.
+    let refused = report.skipped.iter().any(|s| !s.kept_home);
     Ok(if refused {
         super::exit::ERROR
     } else {

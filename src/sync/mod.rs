@@ -46,12 +46,14 @@ pub struct Pushed {
     pub redacted: usize,
 }
 
-/// A thread `push` did not send, and why.
+/// A thread `push` did not send (or `pull` could not bring in), and why.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Skipped {
     pub thread_id: String,
     pub reason: String,
+    /// Kept home on purpose (`share: false`, an excluded tag), not refused.
+    pub kept_home: bool,
 }
 
 /// What `push` did.
@@ -122,23 +124,37 @@ pub fn remote_for(repo: &Repo, dir: &Path, name: Option<&str>) -> Result<String>
     Ok(remote)
 }
 
-/// Whether the thread may leave this machine: `metadata.grove.share` is
-/// not `false`.
-pub fn shareable(found: &Found) -> bool {
+/// Why the thread may not leave this machine, if it may not:
+/// `metadata.grove.share` is `false`, or it carries a tag of
+/// `excluded_tags` (the user's `push-exclude-tags`).
+pub fn kept_home(found: &Found, excluded_tags: &[String]) -> Option<String> {
     let share = found
         .meta
         .metadata
         .as_ref()
         .and_then(|m| m.get("grove"))
         .and_then(|g| g.get("share"));
-    share.and_then(serde_json::Value::as_bool) != Some(false)
+    if share.and_then(serde_json::Value::as_bool) == Some(false) {
+        return Some("metadata.grove.share is false".into());
+    }
+    let tags = found.meta.tags();
+    excluded_tags
+        .iter()
+        .find(|t| tags.iter().any(|own| own == *t))
+        .map(|t| format!("tagged {t:?}, which push-exclude-tags keeps home"))
 }
 
 /// Pushes `threads` to `remote`: each committed under its ref (after the
 /// secret check `policy` settles), then all refs in one `git push`; a ref
 /// the remote has moved is fetched, merged into this machine's thread and
 /// pushed again.
-pub fn push(repo: &Repo, threads: &[Found], remote: &str, policy: Policy) -> Result<PushReport> {
+pub fn push(
+    repo: &Repo,
+    threads: &[Found],
+    remote: &str,
+    policy: Policy,
+    excluded_tags: &[String],
+) -> Result<PushReport> {
     let mut report = PushReport {
         remote: remote.to_string(),
         pushed: Vec::new(),
@@ -148,10 +164,11 @@ pub fn push(repo: &Repo, threads: &[Found], remote: &str, policy: Policy) -> Res
     let mut pending: Vec<(Found, Commit)> = Vec::new();
     for found in threads {
         let id = found.thread.id().to_string();
-        if !shareable(found) {
+        if let Some(reason) = kept_home(found, excluded_tags) {
             report.skipped.push(Skipped {
                 thread_id: id,
-                reason: "metadata.grove.share is false".into(),
+                reason,
+                kept_home: true,
             });
             continue;
         }
@@ -160,6 +177,7 @@ pub fn push(repo: &Repo, threads: &[Found], remote: &str, policy: Policy) -> Res
             Err(e @ Error::Refused(_)) => report.skipped.push(Skipped {
                 thread_id: id,
                 reason: e.to_string(),
+                kept_home: false,
             }),
             Err(e) => return Err(e),
         }
@@ -222,6 +240,7 @@ pub fn pull(project: &crate::project::Project, repo: &Repo, remote: &str) -> Res
             Err(e) => report.failed.push(Skipped {
                 thread_id: id,
                 reason: e.to_string(),
+                kept_home: false,
             }),
         }
     }

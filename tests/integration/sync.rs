@@ -196,7 +196,19 @@ fn secrets_and_unshared_threads_stay_home() {
     meta["metadata"] = serde_json::json!({"grove": {"share": false}});
     std::fs::write(&meta_path, serde_json::to_vec_pretty(&meta).unwrap()).unwrap();
 
-    let out = run(sb.grove(&a).args(["push", "--all", "--json"]));
+    // A tag the user's config keeps home.
+    let tagged = new_thread(&sb, &a, "Tagged");
+    let tagged_meta = thread_dir(&sb, &a, &tagged).join("thread.json");
+    let mut meta = read_json(&tagged_meta);
+    meta["metadata"] = serde_json::json!({"tags": ["client-x"]});
+    std::fs::write(&tagged_meta, serde_json::to_vec_pretty(&meta).unwrap()).unwrap();
+    let config = sb.path().join("grove.toml");
+    std::fs::write(&config, "push-exclude-tags = [\"client-x\"]\n").unwrap();
+
+    let out = run(sb
+        .grove(&a)
+        .env("GROVE_CONFIG", &config)
+        .args(["push", "--all", "--json"]));
     assert_eq!(
         out.status.code(),
         Some(1),
@@ -209,12 +221,28 @@ fn secrets_and_unshared_threads_stay_home() {
         .iter()
         .map(|s| s["threadId"].as_str().unwrap())
         .collect();
-    assert_eq!(skipped.len(), 2, "{report}");
-    assert!(skipped.contains(&secret.as_str()) && skipped.contains(&private.as_str()));
+    assert_eq!(skipped.len(), 3, "{report}");
+    assert!(
+        [&secret, &private, &tagged]
+            .iter()
+            .all(|t| skipped.contains(&t.as_str()))
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("share is false") && stderr.contains("--redact"),
         "{stderr}"
+    );
+    assert!(stderr.contains("push-exclude-tags"), "{stderr}");
+    // Only what is kept home on purpose: not a failure.
+    let out = run(sb
+        .grove(&a)
+        .env("GROVE_CONFIG", &config)
+        .args(["push", &private, &tagged]));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 
     ok(sb.grove(&a).args(["push", &secret, "--redact"]));
@@ -231,7 +259,7 @@ fn secrets_and_unshared_threads_stay_home() {
             .as_array()
             .unwrap()
             .iter()
-            .all(|r| r["threadId"] != private.as_str()),
-        "the unshared thread never left"
+            .all(|r| r["threadId"] != private.as_str() && r["threadId"] != tagged.as_str()),
+        "the unshared threads never left"
     );
 }

@@ -407,8 +407,10 @@ fn from_cache(c: &cache::CachedThread, status: Status, locked: Option<String>) -
         thread: c.thread.clone(),
         meta: c.meta.clone(),
         status,
-        worktree: Some(PathBuf::from(&c.record.worktree_path)),
-        branch: Some(c.record.branch.clone()),
+        // Another machine's thread has no worktree (nor branch) here.
+        worktree: Some(PathBuf::from(&c.record.worktree_path))
+            .filter(|p| !p.as_os_str().is_empty()),
+        branch: Some(c.record.branch.clone()).filter(|b| !b.is_empty()),
         locked,
         repo_root: PathBuf::from(&c.record.repo_root),
         from_cache: true,

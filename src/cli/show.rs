@@ -271,7 +271,20 @@ fn write_header(
         )?;
     }
     if let Some(wt) = &meta.context.worktree {
-        writeln!(w, "{} {}", s.dim("worktree:"), s.text(&wt.path))?;
+        // Kept as recorded: another machine's path (a pulled thread) or a
+        // worktree since removed is said to be absent here.
+        let absent = if Path::new(&wt.path).exists() {
+            ""
+        } else {
+            " (not found on this machine)"
+        };
+        writeln!(
+            w,
+            "{} {}{}",
+            s.dim("worktree:"),
+            s.text(&wt.path),
+            s.dim(absent)
+        )?;
     }
     let st = &meta.stats;
     writeln!(

@@ -39,13 +39,20 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         Some(t) => super::resolve(out, &project, t)?,
         None => pick(&project, out)?,
     };
-    let (path, revived) = match worktree::gone_worktree(&found) {
-        None => (worktree_path(&found)?, false),
-        Some(gone) => {
-            out.status(&format!(
-                "grove: the worktree {} is gone; making it again",
-                gone.display()
-            ));
+    let gone = worktree::gone_worktree(&found);
+    let (path, revived) = match gone {
+        None if !worktree::needs_worktree_here(&found) => (worktree_path(&found)?, false),
+        _ => {
+            out.status(&match gone {
+                Some(gone) => format!(
+                    "grove: the worktree {} is gone; making it again",
+                    gone.display()
+                ),
+                None => format!(
+                    "grove: thread {} comes from another machine; making a worktree for it",
+                    found.meta.thread_id
+                ),
+            });
             let reporter = Reporter::new(out.is_quiet());
             let created = worktree::revive(
                 &project,

@@ -22,7 +22,7 @@ pub(crate) use remove::delete_branch as delete_branch_at;
 pub use remove::{RemoveOptions, Removed, remove, unsafe_reasons};
 pub(crate) use repo::is_dirty_among_many;
 pub use repo::{Repo, WorktreeEntry, is_dirty, parse_worktree_list};
-pub use revive::{ReviveOptions, gone_worktree, revive};
+pub use revive::{ReviveOptions, gone_worktree, needs_worktree_here, revive};
 
 /// Whether a path of a worktree (as git prints it, relative to its root) is
 /// one of grove's own: `.agent/threads/…` or `.agent/.grove/…`. Those are

@@ -64,6 +64,9 @@ fn plan(repo: &Repo, found: &Found, options: ReviveOptions) -> Result<NewTask> {
         })?;
     let base = if repo.branch_exists(&branch)? {
         None
+    } else if let Some(tip) = remote_tip(repo, &branch)? {
+        // Another machine pushed the branch: go on from where it is.
+        Some(tip)
     } else {
         let commit = meta.context.git_commit.clone().unwrap_or_default();
         if commit.is_empty() || repo.resolve_commit(&commit)?.is_none() {
@@ -91,6 +94,31 @@ fn plan(repo: &Repo, found: &Found, options: ReviveOptions) -> Result<NewTask> {
         no_submodules: false,
         no_lfs: false,
     })
+}
+
+/// The commit of `branch` on a remote (`refs/remotes/<remote>/<branch>`,
+/// the upstream's first), if one was fetched.
+fn remote_tip(repo: &Repo, branch: &str) -> Result<Option<String>> {
+    let out = repo.git.run(
+        &repo.main_root,
+        &[
+            "for-each-ref",
+            "--format=%(refname) %(objectname)",
+            "refs/remotes/",
+        ],
+    )?;
+    let suffix = format!("/{branch}");
+    let mut tips: Vec<(&str, &str)> = out
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .filter(|(name, _)| {
+            name.strip_prefix("refs/remotes/")
+                .and_then(|rest| rest.split_once('/'))
+                .is_some_and(|(_, b)| format!("/{b}") == suffix)
+        })
+        .collect();
+    tips.sort_by_key(|(name, _)| !name.starts_with("refs/remotes/origin/"));
+    Ok(tips.first().map(|(_, oid)| oid.to_string()))
 }
 
 /// Nothing, or an empty directory, is at `dir`.
@@ -153,6 +181,12 @@ impl MakeThread for Revive {
     fn initial_prompt(&self) -> bool {
         false
     }
+}
+
+/// Whether `found` is another machine's thread (`grove pull`) that has no
+/// worktree here yet: [`revive`] makes one.
+pub fn needs_worktree_here(found: &Found) -> bool {
+    found.status == crate::discovery::Status::Remote && found.worktree.is_none()
 }
 
 /// Where a thread's worktree was, when it has one and it is gone.

@@ -263,3 +263,44 @@ fn secrets_and_unshared_threads_stay_home() {
         "the unshared threads never left"
     );
 }
+
+/// Another machine's task: `switch` makes a worktree for it here, on its
+/// branch as that machine pushed it, and the thread moves in.
+#[test]
+fn switch_makes_a_worktree_here_for_another_machines_task() {
+    let (sb, a, b) = machines();
+    let task = new_task(&sb, &a, &["Port the parser", "--no-hooks"]);
+    let id = task["threadId"].as_str().unwrap().to_string();
+    let branch = task["branch"].as_str().unwrap().to_string();
+    let wt_a = PathBuf::from(task["worktreePath"].as_str().unwrap());
+    std::fs::write(wt_a.join("parser.rs"), "fn parse() {}\n").unwrap();
+    sb.git(&wt_a, &["add", "parser.rs"]);
+    sb.git(&wt_a, &["commit", "-q", "-m", "parser"]);
+    sb.git(&wt_a, &["push", "-q", "origin", &branch]);
+    append_stdin(
+        &sb,
+        &wt_a,
+        &id,
+        &msg("m1", "2025-03-01T10:00:00.000Z", "ported"),
+    );
+    ok(sb.grove(&a).args(["push", &id]));
+
+    sb.git(&b, &["fetch", "-q", "origin"]);
+    ok(sb.grove(&b).args(["pull"]));
+    assert_eq!(row_of(&sb, &b, &id)["status"], "remote");
+    // Other grove commands find it where it is.
+    ok(sb.grove(&b).args(["fork", &id, "--no-worktree"]));
+    let made = json(&ok(sb.grove(&b).args([
+        "switch",
+        &id,
+        "--no-hooks",
+        "--json",
+    ])));
+    assert_eq!(made["revived"], true);
+    let wt_b = PathBuf::from(made["worktreePath"].as_str().unwrap());
+    assert!(wt_b.join("parser.rs").is_file(), "on the pushed branch");
+    assert_ne!(wt_b, wt_a);
+    let row = row_of(&sb, &b, &id);
+    assert_eq!(row["status"], "live");
+    assert_eq!(message_ids(&thread_dir(&sb, &b, &id)), ["m1"]);
+}

@@ -88,7 +88,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         return Ok(super::exit::SUCCESS);
     }
     if args.follow {
-        return follow(&thread, &meta, graph.as_ref(), &args, out);
+        return follow(&thread, &meta, graph.as_ref(), &project.root, &args, out);
     }
     let messages = thread.messages()?;
     let stdout = std::io::stdout().lock();
@@ -119,7 +119,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         w.write_all(b"}\n")?;
     } else {
         let style = out.style();
-        write_header(&mut w, style, &meta, thread.dir())?;
+        write_header(&mut w, style, &meta, thread.dir(), &project.root)?;
         write_extensions(&mut w, style, &meta, graph.as_ref())?;
         for (index, item) in messages.enumerate() {
             match item {
@@ -169,6 +169,7 @@ fn follow(
     thread: &grove::store::Thread,
     meta: &ThreadMeta,
     graph: Option<&Graph>,
+    checkout: &Path,
     args: &Args,
     out: &Output,
 ) -> anyhow::Result<u8> {
@@ -177,7 +178,7 @@ fn follow(
     let style = out.style();
     if !args.json {
         let mut w = std::io::stdout().lock();
-        write_header(&mut w, style, meta, thread.dir())?;
+        write_header(&mut w, style, meta, thread.dir(), checkout)?;
         write_extensions(&mut w, style, meta, graph)?;
         w.flush()?;
     }
@@ -237,11 +238,14 @@ fn follow(
 /// How often `--follow` looks for new lines.
 const FOLLOW_POLL: std::time::Duration = std::time::Duration::from_millis(40);
 
+/// `checkout`: the root of the checkout `show` runs in, where a path of
+/// another machine is mapped through the thread's `relativeDir`.
 fn write_header(
     w: &mut impl Write,
     s: Style,
     meta: &ThreadMeta,
     dir: &Path,
+    checkout: &Path,
 ) -> std::io::Result<()> {
     writeln!(w, "{}", s.bold(&s.text(&meta.title)))?;
     writeln!(w, "{} {}", s.dim("id:     "), s.text(&meta.thread_id))?;
@@ -285,6 +289,15 @@ fn write_header(
             s.text(&wt.path),
             s.dim(absent)
         )?;
+        if let (false, Some(rel)) = (absent.is_empty(), &meta.context.relative_dir) {
+            let here = checkout.join(rel);
+            writeln!(
+                w,
+                "{} {}",
+                s.dim("here:    "),
+                s.text(&here.display().to_string())
+            )?;
+        }
     }
     let st = &meta.stats;
     writeln!(

@@ -285,9 +285,20 @@ fn switch_makes_a_worktree_here_for_another_machines_task() {
     );
     ok(sb.grove(&a).args(["push", &id]));
 
+    // A's worktree goes: its recorded path now exists on no machine.
+    ok(sb.grove(&a).args(["rm", "--force", &id]));
     sb.git(&b, &["fetch", "-q", "origin"]);
     ok(sb.grove(&b).args(["pull"]));
     assert_eq!(row_of(&sb, &b, &id)["status"], "remote");
+    let shown = ok(sb.grove(&b).args(["show", &id]));
+    assert!(
+        shown.contains(&format!("{} (not found on this machine)", wt_a.display())),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(&format!("here:     {}", b.display())),
+        "{shown}"
+    );
     // Other grove commands find it where it is.
     ok(sb.grove(&b).args(["fork", &id, "--no-worktree"]));
     let made = json(&ok(sb.grove(&b).args([

@@ -342,6 +342,15 @@ pub fn read(path: &Path) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// [`read`], `None` when nothing is at `path`.
+pub fn read_opt(path: &Path) -> Result<Option<Vec<u8>>> {
+    match read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Opens `path` for appending (and reading), creating it when `create`,
 /// without following a symbolic link.
 pub fn open_append(path: &Path, create: bool) -> Result<File> {

@@ -127,3 +127,22 @@ pub fn parse_message_line(path: &Path, line: u64, bytes: &[u8]) -> Result<super:
     let bytes = if line == 1 { strip_bom(bytes) } else { bytes };
     parse_with_path(path, Some(line), bytes)
 }
+
+/// `bytes` as serde_json writes them inside a string.
+pub fn json_escaped(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    for &b in bytes {
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            0..0x20 => out.extend_from_slice(format!("\\u{b:04x}").as_bytes()),
+            _ => out.push(b),
+        }
+    }
+    out
+}

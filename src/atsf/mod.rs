@@ -21,7 +21,7 @@ pub use checkpoint::GitState;
 pub use config::{Config, CreatedBy, Defaults, PostSetupCommand, SymlinkHook, WorktreeHooks};
 pub use content::{ContentBlock, ImageBlock};
 pub(crate) use json::strip_bom;
-pub use json::{parse_json, parse_message_line, read_json_file, to_line, to_pretty};
+pub use json::{json_escaped, parse_json, parse_message_line, read_json_file, to_line, to_pretty};
 pub use keys::{NearMiss, near_misses};
 pub use message::{
     COMPLETES_KEY, Diff, Message, Role, Tokens, ToolCall, ToolStatus, completion, completion_id,

@@ -46,7 +46,7 @@ const OTHER_ESCAPES: [&[u8]; 2] = [b"\\u", b"\\/"];
 impl Prefilter {
     /// For a case-sensitive literal.
     pub(super) fn literal(text: &str) -> Prefilter {
-        let escaped = json_escaped(text.as_bytes());
+        let escaped = crate::atsf::json_escaped(text.as_bytes());
         Prefilter {
             finder: Finder::Literal(Box::new(memmem::Finder::new(&escaped).into_owned())),
             exact: text.bytes().all(is_plain),
@@ -57,7 +57,8 @@ impl Prefilter {
     pub(super) fn folded_literal(text: &str) -> Prefilter {
         // Escaping only adds ASCII: the escaped form is still UTF-8, and a
         // Unicode folding regex over the raw bytes folds it as `-i` does.
-        let escaped = String::from_utf8_lossy(&json_escaped(text.as_bytes())).into_owned();
+        let escaped =
+            String::from_utf8_lossy(&crate::atsf::json_escaped(text.as_bytes())).into_owned();
         let pattern = format!("(?i){}", regex_syntax::escape(&escaped));
         let ascii = text.chars().all(|c| c.is_ascii() && !folds_beyond_ascii(c));
         let finder = match regex::bytes::RegexBuilder::new(&pattern).build() {
@@ -98,7 +99,7 @@ impl Prefilter {
             .iter()
             .map(|l| {
                 exact &= l.iter().all(|&b| is_plain(b));
-                bytes_pattern(&json_escaped(l))
+                bytes_pattern(&crate::atsf::json_escaped(l))
             })
             .collect();
         match regex::bytes::RegexBuilder::new(&alternatives.join("|"))
@@ -156,25 +157,6 @@ fn required_literals(hir: &regex_syntax::hir::Hir) -> Option<Vec<Vec<u8>>> {
         (Some(p), Some(s)) => Some(if s.0 > p.0 { s.1 } else { p.1 }),
         (p, s) => p.or(s).map(|(_, l)| l),
     }
-}
-
-/// `bytes` as serde_json writes them inside a string.
-pub(super) fn json_escaped(bytes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(bytes.len());
-    for &b in bytes {
-        match b {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            0x0c => out.extend_from_slice(b"\\f"),
-            0..0x20 => out.extend_from_slice(format!("\\u{b:04x}").as_bytes()),
-            _ => out.push(b),
-        }
-    }
-    out
 }
 
 /// A byte regex (Unicode mode off) matching exactly `bytes`, which may
@@ -290,12 +272,12 @@ mod tests {
     #[test]
     fn escapes_are_those_serde_writes() {
         assert_eq!(
-            json_escaped(b"a\"b\\c\nd\x01"),
+            crate::atsf::json_escaped(b"a\"b\\c\nd\x01"),
             b"a\\\"b\\\\c\\nd\\u0001".to_vec()
         );
         let json = serde_json::to_string("a\"b\\c\nd\x01\x1f\t").unwrap();
         assert_eq!(
-            json_escaped("a\"b\\c\nd\x01\x1f\t".as_bytes()),
+            crate::atsf::json_escaped("a\"b\\c\nd\x01\x1f\t".as_bytes()),
             json.as_bytes()[1..json.len() - 1].to_vec()
         );
     }

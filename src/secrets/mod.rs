@@ -40,7 +40,7 @@ pub fn scan_thread(thread: &Thread) -> Result<Vec<Finding>> {
     thread.guard()?;
     let id = thread.id().to_string();
     let mut findings = Vec::new();
-    if let Some(bytes) = read_opt(&thread.meta_path())? {
+    if let Some(bytes) = crate::fsutil::read_opt(&thread.meta_path())? {
         for (line, span, secret) in secrets_in_document(&bytes) {
             findings.push(Finding {
                 thread_id: id.clone(),
@@ -51,9 +51,13 @@ pub fn scan_thread(thread: &Thread) -> Result<Vec<Finding>> {
             });
         }
     }
-    if let Some(bytes) = read_opt(&thread.messages_path())? {
-        for (n, raw) in bytes.split(|&b| b == b'\n').enumerate() {
-            for (span, secret) in secrets_in_line(raw) {
+    let log = thread.messages_path();
+    if let Some(file) = crate::fsutil::open_read_opt(&log)? {
+        // Line by line: a log may be far larger than memory should hold.
+        use std::io::BufRead;
+        for (n, raw) in std::io::BufReader::new(file).split(b'\n').enumerate() {
+            let raw = raw.ctx("reading", &log)?;
+            for (span, secret) in secrets_in_line(&raw) {
                 findings.push(Finding {
                     thread_id: id.clone(),
                     file: crate::atsf::MESSAGES_FILE,
@@ -77,12 +81,12 @@ pub fn redacted_copy(thread: &Thread, into: &Path) -> Result<(Thread, usize)> {
     let dir = store.threads_dir().join(thread.id());
     std::fs::create_dir_all(&dir).ctx("creating", &dir)?;
     let mut replaced = 0;
-    if let Some(bytes) = read_opt(&thread.meta_path())? {
-        let (out, n) = redact_document(&bytes);
+    if let Some(bytes) = crate::fsutil::read_opt(&thread.meta_path())? {
+        let (out, n) = redact_line(&bytes);
         replaced += n;
         crate::fsutil::write_new_unsynced(&dir.join(crate::atsf::THREAD_FILE), &out)?;
     }
-    if let Some(bytes) = read_opt(&thread.messages_path())? {
+    if let Some(bytes) = crate::fsutil::read_opt(&thread.messages_path())? {
         let mut out = Vec::with_capacity(bytes.len());
         for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
             if i > 0 {
@@ -96,16 +100,6 @@ pub fn redacted_copy(thread: &Thread, into: &Path) -> Result<(Thread, usize)> {
     }
     link_assets(&thread.assets_dir(), &dir.join(crate::atsf::ASSETS_DIR))?;
     Ok((store.thread(thread.id())?, replaced))
-}
-
-fn read_opt(path: &Path) -> Result<Option<Vec<u8>>> {
-    use std::io::Read;
-    let Some(mut file) = crate::fsutil::open_read_opt(path)? else {
-        return Ok(None);
-    };
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).ctx("reading", path)?;
-    Ok(Some(bytes))
 }
 
 /// The secrets of one log line: in its JSON strings, or in its text when
@@ -198,7 +192,8 @@ pub fn redact_text(text: &str) -> (String, usize) {
     (out, spans.len())
 }
 
-/// One log line with its secrets replaced; how many. The replacement is
+/// One log line (or a whole JSON document: `thread.json`) with its
+/// secrets replaced; how many. The replacement is
 /// made in the line's own bytes where the secret appears there as serde
 /// writes it (the rest of the line keeps its bytes), else the line is
 /// written anew from its redacted value.
@@ -231,17 +226,9 @@ fn redact_line(raw: &[u8]) -> (Vec<u8>, usize) {
     )
 }
 
-/// A whole JSON document (`thread.json`) redacted the same way.
-fn redact_document(bytes: &[u8]) -> (Vec<u8>, usize) {
-    redact_line(bytes)
-}
-
 /// `s` as it appears inside a JSON string written by serde.
 fn escaped(s: &str) -> String {
-    let json = serde_json::to_string(s).unwrap_or_default();
-    json.get(1..json.len().saturating_sub(1))
-        .unwrap_or_default()
-        .to_string()
+    String::from_utf8_lossy(&crate::atsf::json_escaped(s.as_bytes())).into_owned()
 }
 
 fn replace_all(haystack: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {

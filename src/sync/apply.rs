@@ -6,30 +6,18 @@ use serde_json::Value;
 use super::objects::complete_lines;
 use super::{Pulled, REF_PREFIX, RemoteThread, is_ancestor, merge, rev_parse};
 use crate::atsf::{Stats, ThreadMeta};
-use crate::discovery::{self, Found, Options};
+use crate::discovery::Found;
 use crate::error::{Error, IoContext, Result};
 use crate::worktree::Repo;
 
-/// Brings `remote` in: merged into the thread of that id found here, else
-/// into the cache; the local ref then follows the remote's when it has
-/// nothing the remote lacks.
-pub(super) fn bring_in(
-    project: &crate::project::Project,
-    repo: &Repo,
-    remote: &RemoteThread,
-) -> Result<Pulled> {
+/// Brings `remote` in: merged into `here` (the thread of that id found on
+/// this machine), else into the cache; the local ref then follows the
+/// remote's when it has nothing the remote lacks.
+pub(super) fn bring_in(repo: &Repo, here: Option<&Found>, remote: &RemoteThread) -> Result<Pulled> {
     check(remote)?;
-    let options = Options {
-        all_repos: false,
-        statuses: false,
-    };
-    let here = discovery::discover_matching(project, options, &|n| n == remote.id)?
-        .threads
-        .into_iter()
-        .find(|f| f.thread.id() == remote.id);
     let pulled = match here {
         Some(found) => {
-            let new_messages = merge_into(repo, &found, remote)?;
+            let new_messages = merge_into(found, remote)?;
             Pulled {
                 thread_id: remote.id.clone(),
                 outcome: if new_messages > 0 {
@@ -57,13 +45,13 @@ pub(super) fn bring_in(
 /// brought. Assets are added, the log is appended to when the merge only
 /// adds at its end and replaced (atomically, under the thread's lock)
 /// when the remote's messages go between this machine's.
-pub(super) fn merge_into(repo: &Repo, found: &Found, remote: &RemoteThread) -> Result<usize> {
+pub(super) fn merge_into(found: &Found, remote: &RemoteThread) -> Result<usize> {
     check(remote)?;
     let thread = &found.thread;
     let _lock = thread.lock()?;
     let log_path = thread.messages_path();
-    let ours_log = complete_lines(&std::fs::read(&log_path).unwrap_or_default());
-    let ours_meta = std::fs::read(thread.meta_path()).ctx("reading", &thread.meta_path())?;
+    let ours_log = complete_lines(&crate::fsutil::read_opt(&log_path)?.unwrap_or_default());
+    let ours_meta = crate::fsutil::read(&thread.meta_path())?;
     let merged_log = merge::merge_logs(&ours_log, &remote.files.log);
     let meta = merged_meta(&ours_meta, &remote.files.meta, &merged_log)?;
     add_assets(thread, remote)?;
@@ -94,7 +82,6 @@ pub(super) fn merge_into(repo: &Repo, found: &Found, remote: &RemoteThread) -> R
     if replaced {
         crate::cache::relink_log(&found.repo_root, thread)?;
     }
-    let _ = repo;
     Ok(merge::count_lines(&merged_log).saturating_sub(merge::count_lines(&ours_log)))
 }
 

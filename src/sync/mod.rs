@@ -200,7 +200,7 @@ pub fn push(
                 )));
             }
             let theirs = fetch_one(repo, remote, &commit.thread_id)?;
-            apply::merge_into(repo, &found, &theirs)?;
+            apply::merge_into(&found, &theirs)?;
             let mut merged = commit_thread(repo, &identity, &found, policy, Some(&theirs.commit))?;
             merged.merged = true;
             again.push((found, merged));
@@ -225,7 +225,9 @@ pub fn pull(project: &crate::project::Project, repo: &Repo, remote: &str) -> Res
         threads: Vec::new(),
         failed: Vec::new(),
     };
-    for (id, commit) in refs_under(repo, &tracking)? {
+    let remote_refs = refs_under(repo, &tracking)?;
+    let here = threads_here(project, &remote_refs)?;
+    for (id, commit) in remote_refs {
         let result = crate::store::validate_thread_id(&id).and_then(|()| {
             let files = objects::read_commit(&repo.main_root, &commit)?;
             let remote_thread = RemoteThread {
@@ -233,7 +235,7 @@ pub fn pull(project: &crate::project::Project, repo: &Repo, remote: &str) -> Res
                 commit,
                 files,
             };
-            apply::bring_in(project, repo, &remote_thread)
+            apply::bring_in(repo, here.get(&id), &remote_thread)
         });
         match result {
             Ok(pulled) => report.threads.push(pulled),
@@ -245,6 +247,27 @@ pub fn pull(project: &crate::project::Project, repo: &Repo, remote: &str) -> Res
         }
     }
     Ok(report)
+}
+
+/// This machine's threads among those the remote has, by id: one look
+/// at the repository for all of them.
+fn threads_here(
+    project: &crate::project::Project,
+    remote_refs: &[(String, String)],
+) -> Result<std::collections::HashMap<String, Found>> {
+    let ids: std::collections::HashSet<&str> =
+        remote_refs.iter().map(|(id, _)| id.as_str()).collect();
+    let options = crate::discovery::Options {
+        all_repos: false,
+        statuses: false,
+    };
+    Ok(
+        crate::discovery::discover_matching(project, options, &|n| ids.contains(n))?
+            .threads
+            .into_iter()
+            .map(|f| (f.thread.id().to_string(), f))
+            .collect(),
+    )
 }
 
 /// A thread as the remote has it.

@@ -21,8 +21,9 @@ pub struct ThreadFiles {
 /// Writes `thread`'s files as git objects in the repository at `root`:
 /// the id of their tree. Only the log's complete lines are taken.
 pub fn write_tree(git: &Git, root: &Path, thread: &Thread) -> Result<String> {
-    let meta = std::fs::read(thread.meta_path()).ctx("reading", &thread.meta_path())?;
-    let log = complete_lines(&read_or_empty(&thread.messages_path())?);
+    let meta = crate::fsutil::read(&thread.meta_path())?;
+    let log =
+        complete_lines(&crate::fsutil::read_opt(&thread.messages_path())?.unwrap_or_default());
     let mut entries = vec![
         blob_entry(crate::atsf::THREAD_FILE, &hash(git, root, &meta)?),
         blob_entry(crate::atsf::MESSAGES_FILE, &hash(git, root, &log)?),
@@ -96,16 +97,6 @@ pub fn complete_lines(bytes: &[u8]) -> Vec<u8> {
         Some(end) => bytes[..=end].to_vec(),
         None => Vec::new(),
     }
-}
-
-fn read_or_empty(path: &Path) -> Result<Vec<u8>> {
-    use std::io::Read;
-    let Some(mut file) = crate::fsutil::open_read_opt(path)? else {
-        return Ok(Vec::new());
-    };
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).ctx("reading", path)?;
-    Ok(bytes)
 }
 
 fn asset_files(dir: &Path) -> Result<Vec<(String, std::path::PathBuf)>> {

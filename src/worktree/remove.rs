@@ -311,7 +311,8 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
     let threads = threads_in(&wt, &id);
     // With no teardown command to end a process first, the look into /proc
     // runs alongside the checks.
-    let scan_early = !super::teardown::has_commands(repo);
+    let teardown_commands = super::teardown::commands(repo);
+    let scan_early = teardown_commands.is_empty();
     let (checked, scanned) = std::thread::scope(|scope| {
         let scan = scan_early.then(|| scope.spawn(|| super::processes::in_dir(&wt)));
         let checked = checks(repo, found, &wt, &threads, options);
@@ -320,7 +321,14 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
     });
     checked?;
     let branch_plan = branch_plan(repo, found, options)?;
-    let teardown = super::teardown::run(repo, found, &wt, options.force, &crate::hooks::Silent)?;
+    let teardown = super::teardown::run(
+        repo,
+        found,
+        &wt,
+        &teardown_commands,
+        options.force,
+        &crate::hooks::Silent,
+    )?;
     let processes = processes_gone(&wt, options, scanned)?;
     // The threads are saved before anything is removed.
     let cached = if options.purge {

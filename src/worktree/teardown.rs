@@ -17,21 +17,21 @@ use crate::hooks::interrupt::Watch;
 use crate::hooks::{self, CommandEnv, HookKind, HookOutcome, HookReporter, TrustStore};
 use crate::store::Store;
 
-/// Runs the teardown of `found`'s worktree `wt`. `Err` when a command
+/// Runs the teardown `commands` (see [`commands`]) in `found`'s worktree `wt`. `Err` when a command
 /// failed and the removal must stop (not with `force`).
 pub fn run(
     repo: &Repo,
     found: &Found,
     wt: &Path,
+    commands: &[PostSetupCommand],
     force: bool,
     reporter: &dyn HookReporter,
 ) -> Result<Vec<HookOutcome>> {
-    let commands = commands(repo);
     if commands.is_empty() {
         return Ok(Vec::new());
     }
     let outcomes = if wt.is_dir() {
-        run_commands(repo, found, wt, &commands, reporter)
+        run_commands(repo, found, wt, commands, reporter)
     } else {
         commands
             .iter()
@@ -41,7 +41,7 @@ pub fn run(
     record(found, &outcomes);
     let stop = outcomes
         .iter()
-        .zip(&commands)
+        .zip(commands)
         .find(|(o, c)| o.is_failure() && !c.continue_on_error.unwrap_or(false));
     if let (Some((failed, _)), false) = (stop, force) {
         return Err(Error::Refused(format!(
@@ -59,14 +59,8 @@ pub fn run(
     Ok(outcomes)
 }
 
-/// Whether the repository has `preRemoveCommands` (which may end the
-/// worktree's processes before they are looked for).
-pub fn has_commands(repo: &Repo) -> bool {
-    !commands(repo).is_empty()
-}
-
 /// The main repository's `preRemoveCommands`.
-fn commands(repo: &Repo) -> Vec<PostSetupCommand> {
+pub fn commands(repo: &Repo) -> Vec<PostSetupCommand> {
     Store::for_project(&repo.main_root)
         .config()
         .ok()

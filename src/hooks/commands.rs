@@ -76,51 +76,55 @@ pub fn run_command(
     watch: Option<&super::interrupt::Watch>,
 ) -> HookOutcome {
     let label = spec.label.clone().unwrap_or_else(|| spec.command.clone());
+    if let Some(skipped) = not_for_this_platform(spec, &label) {
+        return skipped;
+    }
     let start = Instant::now();
-    let log_str = Some(log.display().to_string());
-    let outcome = |status, exit_code, reason: Option<String>| HookOutcome {
+    reporter.started(&label);
+    let (status, exit_code, reason) = match spawn(spec, env, log) {
+        Ok(handle) => supervise(&handle, spec, watch, reporter, &label, start),
+        Err(reason) => (HookStatus::Failed, None, Some(reason)),
+    };
+    HookOutcome {
         kind: HookKind::Command,
-        label: label.clone(),
+        label,
         status,
         exit_code,
         duration_ms: start.elapsed().as_millis() as u64,
-        log_file: log_str.clone(),
+        log_file: Some(log.display().to_string()),
         reason,
-    };
-    if let Some(platforms) = &spec.platforms
-        && !platforms.iter().any(|p| p == current_platform())
-    {
-        return HookOutcome::skipped(
-            HookKind::Command,
-            label.clone(),
-            format!(
-                "only for {} (this is {})",
-                platforms.join(", "),
-                current_platform()
-            ),
-        );
     }
-    reporter.started(&label);
-    let timeout =
-        Duration::from_millis(spec.timeout.unwrap_or(PostSetupCommand::DEFAULT_TIMEOUT_MS));
+}
+
+/// The outcome of a command limited to other platforms.
+fn not_for_this_platform(spec: &PostSetupCommand, label: &str) -> Option<HookOutcome> {
+    let platforms = spec.platforms.as_ref()?;
+    if platforms.iter().any(|p| p == current_platform()) {
+        return None;
+    }
+    Some(HookOutcome::skipped(
+        HookKind::Command,
+        label.to_string(),
+        format!(
+            "only for {} (this is {})",
+            platforms.join(", "),
+            current_platform()
+        ),
+    ))
+}
+
+/// Starts the command in a process group of its own, its output into
+/// `log`; why not, when it cannot start.
+fn spawn(spec: &PostSetupCommand, env: &CommandEnv, log: &Path) -> Result<duct::Handle, String> {
     let files = crate::fsutil::create_truncate(log).and_then(|f| {
         let copy = f
             .try_clone()
             .map_err(|e| crate::Error::io("opening", log, e))?;
         Ok((copy, f))
     });
-    let (out_file, err_file): (File, File) = match files {
-        Ok(f) => f,
-        Err(e) => {
-            return outcome(
-                HookStatus::Failed,
-                None,
-                Some(format!("cannot create its log: {e}")),
-            );
-        }
-    };
-    let expr = env
-        .apply(shell(&spec.command))
+    let (out_file, err_file): (File, File) =
+        files.map_err(|e| format!("cannot create its log: {e}"))?;
+    env.apply(shell(&spec.command))
         .stdin_null()
         .stdout_file(out_file)
         .stderr_file(err_file)
@@ -130,29 +134,47 @@ pub fn run_command(
             std::os::unix::process::CommandExt::process_group(cmd, 0);
             let _ = cmd;
             Ok(())
-        });
-    let handle = match expr.start() {
-        Ok(h) => h,
-        Err(e) => return outcome(HookStatus::Failed, None, Some(format!("cannot start: {e}"))),
-    };
+        })
+        .start()
+        .map_err(|e| format!("cannot start: {e}"))
+}
+
+/// Waits for the command, reporting progress; kills its process tree on
+/// timeout or when grove is interrupted. (status, exit code, reason).
+fn supervise(
+    handle: &duct::Handle,
+    spec: &PostSetupCommand,
+    watch: Option<&super::interrupt::Watch>,
+    reporter: &dyn HookReporter,
+    label: &str,
+    start: Instant,
+) -> (HookStatus, Option<i32>, Option<String>) {
+    let timeout =
+        Duration::from_millis(spec.timeout.unwrap_or(PostSetupCommand::DEFAULT_TIMEOUT_MS));
     let pid = handle.pids().first().copied();
+    let stop = || {
+        if let Some(pid) = pid {
+            kill_tree(pid);
+        }
+        let _ = handle.kill();
+        let _ = handle.wait();
+    };
     loop {
         match handle.try_wait() {
             Ok(Some(output)) => {
                 let code = output.status.code();
-                return if output.status.success() {
-                    outcome(HookStatus::Ok, code, None)
-                } else {
-                    let reason = match code {
-                        Some(c) => format!("exited with code {c}"),
-                        None => "killed by a signal".to_string(),
-                    };
-                    outcome(HookStatus::Failed, code, Some(reason))
+                if output.status.success() {
+                    return (HookStatus::Ok, code, None);
+                }
+                let reason = match code {
+                    Some(c) => format!("exited with code {c}"),
+                    None => "killed by a signal".to_string(),
                 };
+                return (HookStatus::Failed, code, Some(reason));
             }
             Ok(None) => {}
             Err(e) => {
-                return outcome(
+                return (
                     HookStatus::Failed,
                     None,
                     Some(format!("waiting failed: {e}")),
@@ -160,36 +182,20 @@ pub fn run_command(
             }
         }
         if let Some(signal) = watch.and_then(|w| w.received()) {
-            if let Some(pid) = pid {
-                kill_tree(pid);
-            }
-            let _ = handle.kill();
-            let _ = handle.wait();
-            return outcome(
-                HookStatus::Interrupted,
-                None,
-                Some(format!(
-                    "interrupted by {}; its processes were killed",
-                    super::interrupt::signal_name(signal)
-                )),
-            );
+            stop();
+            let name = super::interrupt::signal_name(signal);
+            let reason = format!("interrupted by {name}; its processes were killed");
+            return (HookStatus::Interrupted, None, Some(reason));
         }
         if start.elapsed() >= timeout {
-            if let Some(pid) = pid {
-                kill_tree(pid);
-            }
-            let _ = handle.kill();
-            let _ = handle.wait();
-            return outcome(
-                HookStatus::TimedOut,
-                None,
-                Some(format!(
-                    "timed out after {} ms; its processes were killed",
-                    timeout.as_millis()
-                )),
+            stop();
+            let reason = format!(
+                "timed out after {} ms; its processes were killed",
+                timeout.as_millis()
             );
+            return (HookStatus::TimedOut, None, Some(reason));
         }
-        reporter.tick(&label, start.elapsed());
+        reporter.tick(label, start.elapsed());
         std::thread::sleep(Duration::from_millis(20));
     }
 }

@@ -563,6 +563,15 @@ fn check_meta(dir: &Path, path: &Path, o: &Map<String, Value>, log: &Log, report
         report,
     };
     f.version(o);
+    meta_identity(&mut f, dir, o);
+    meta_context(&mut f, o);
+    meta_stats(&mut f, o, log);
+    meta_extensions(&mut f, o);
+    meta_updated(&mut f, o, log);
+}
+
+/// Which thread it is: its id (the directory's name), title, agent, times.
+fn meta_identity(f: &mut Fields, dir: &Path, o: &Map<String, Value>) {
     if let Some(id) = f.string(o, "", "threadId", true) {
         let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
         if name.as_deref() != Some(id.as_str()) {
@@ -582,6 +591,10 @@ fn check_meta(dir: &Path, path: &Path, o: &Map<String, Value>, log: &Log, report
         f.string(a, "agent.", "protocol", false);
         f.number(a, "agent.", "protocolVersion", false);
     }
+}
+
+/// Where it was made: `context` and its worktree.
+fn meta_context(f: &mut Fields, o: &Map<String, Value>) {
     if let Some(c) = f.object(o, "", "context", true) {
         if let Some(w) = f.string(c, "context.", "workingDir", true)
             && !w.is_empty()
@@ -600,6 +613,11 @@ fn check_meta(dir: &Path, path: &Path, o: &Map<String, Value>, log: &Log, report
             f.string(w, "context.worktree.", "branch", true);
         }
     }
+}
+
+/// `stats` as the log counts them (a mismatch is a warning).
+fn meta_stats(f: &mut Fields, o: &Map<String, Value>, log: &Log) {
+    let path = f.file;
     if let Some(s) = f.object(o, "", "stats", true) {
         let counts = [
             ("messageCount", log.stats.message_count),
@@ -621,6 +639,11 @@ fn check_meta(dir: &Path, path: &Path, o: &Map<String, Value>, log: &Log, report
             }
         }
     }
+}
+
+/// grove's extensions: origin, fork point, archive, version, relationships, git.
+fn meta_extensions(f: &mut Fields, o: &Map<String, Value>) {
+    let path = f.file;
     f.object(o, "", "metadata", false);
     // grove's extensions (seed 001, seed 003), spelled as Amp spells them.
     f.string(o, "", "originThreadID", false);
@@ -676,6 +699,11 @@ fn check_meta(dir: &Path, path: &Path, o: &Map<String, Value>, log: &Log, report
         f.array(g, "git.", "commitsMade", false);
         f.boolean(g, "git.", "dirty");
     }
+}
+
+/// `updatedAt` SHOULD be at least the last message's time.
+fn meta_updated(f: &mut Fields, o: &Map<String, Value>, log: &Log) {
+    let path = f.file;
     if let Some(last) = &log.last_time
         && let Some(updated) = o.get("updatedAt").and_then(Value::as_str)
         && let (Ok(u), Ok(l)) = (
@@ -780,6 +808,35 @@ fn check_message(
         line: Some(number),
         report,
     };
+    let role = message_identity(&mut f, o, log);
+    message_content(&mut f, o, log);
+    let completion = o
+        .get(atsf::COMPLETES_KEY)
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    if let Some(of) = &completion {
+        completes.push((number, of.clone()));
+    }
+    let calls = message_tool_calls(&mut f, o, log);
+    f.string(o, "", "stopReason", false);
+    f.string(o, "", "model", false);
+    if let Some(t) = f.object(o, "", "tokens", false) {
+        f.number(t, "tokens.", "input", false);
+        f.number(t, "tokens.", "output", false);
+    }
+    log.stats.message_count += 1;
+    match role.as_deref() {
+        Some("user") => log.stats.user_message_count += 1,
+        Some("agent") => log.stats.agent_message_count += 1,
+        _ => {}
+    }
+    if completion.is_none() {
+        log.stats.tool_call_count += calls;
+    }
+}
+
+/// Its id (unique in the log), role and time; the role.
+fn message_identity(f: &mut Fields, o: &Map<String, Value>, log: &mut Log) -> Option<String> {
     if let Some(id) = f.string(o, "", "id", true) {
         if id.trim().is_empty() {
             f.error("`id` must not be empty");
@@ -801,6 +858,12 @@ fn check_message(
     if let Some(t) = o.get("timestamp").and_then(Value::as_str) {
         log.last_time = Some(t.to_string());
     }
+    role
+}
+
+/// The content blocks; image assets are noted for the asset check.
+fn message_content(f: &mut Fields, o: &Map<String, Value>, log: &mut Log) {
+    let (path, number) = (f.file, f.line);
     for (i, b) in f
         .array(o, "", "content", true)
         .into_iter()
@@ -822,7 +885,7 @@ fn check_message(
                 if b.contains_key("data") {
                     f.report.warn(
                         path,
-                        Some(number),
+                        number,
                         format!("`{at}data`: inline image data SHOULD be stored as an asset and referenced by `assetRef`"),
                     );
                 } else if let Some(name) = f.string(b, &at, "assetRef", true) {
@@ -833,13 +896,10 @@ fn check_message(
             _ => {}
         }
     }
-    let completion = o
-        .get(atsf::COMPLETES_KEY)
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    if let Some(of) = &completion {
-        completes.push((number, of.clone()));
-    }
+}
+
+/// The tool calls; how many.
+fn message_tool_calls(f: &mut Fields, o: &Map<String, Value>, log: &mut Log) -> u64 {
     let mut calls = 0;
     for (i, c) in f
         .array(o, "", "toolCalls", false)
@@ -883,21 +943,7 @@ fn check_message(
             }
         }
     }
-    f.string(o, "", "stopReason", false);
-    f.string(o, "", "model", false);
-    if let Some(t) = f.object(o, "", "tokens", false) {
-        f.number(t, "tokens.", "input", false);
-        f.number(t, "tokens.", "output", false);
-    }
-    log.stats.message_count += 1;
-    match role.as_deref() {
-        Some("user") => log.stats.user_message_count += 1,
-        Some("agent") => log.stats.agent_message_count += 1,
-        _ => {}
-    }
-    if completion.is_none() {
-        log.stats.tool_call_count += calls;
-    }
+    calls
 }
 
 /// Assets are content-addressed: `sha256-<first 16 hex>.<ext>` of their

@@ -87,10 +87,7 @@ fn make_link(target: &Path, at: &Path) -> Result<()> {
 
 /// Copies the files over up to 8 threads; returns the bytes copied.
 fn copy_files(files: &[(PathBuf, PathBuf, std::fs::Metadata)]) -> Result<u64> {
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 8);
+    let workers = crate::parallel::workers(8);
     let chunk = files.len().div_ceil(workers).max(1);
     std::thread::scope(|scope| {
         let handles: Vec<_> = files

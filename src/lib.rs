@@ -49,6 +49,7 @@ pub mod home;
 pub mod hooks;
 pub mod import;
 pub mod intent;
+mod parallel;
 pub mod ports;
 pub mod project;
 pub mod recover;

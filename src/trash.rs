@@ -193,24 +193,27 @@ fn gone(result: std::io::Result<()>, path: &Path) -> Result<()> {
 /// the threads in parallel, and the subdirectories they find make the next
 /// level; then the directories, deepest first.
 fn remove_tree(root: &Path) -> Result<()> {
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 8);
+    let threads = crate::parallel::workers(8);
     let mut levels: Vec<Vec<PathBuf>> = Vec::new();
     let mut level = vec![root.to_path_buf()];
     while !level.is_empty() {
         let chunk = level.len().div_ceil(threads).max(1);
-        let next: Result<Vec<Vec<PathBuf>>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = level
-                .chunks(chunk)
-                .map(|dirs| scope.spawn(move || empty_files(dirs)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        });
+        // A level one thread takes whole (most of a small worktree's) is
+        // emptied here: a thread costs more than its few files.
+        let next: Result<Vec<Vec<PathBuf>>> = if chunk >= level.len() {
+            empty_files(&level).map(|subdirs| vec![subdirs])
+        } else {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = level
+                    .chunks(chunk)
+                    .map(|dirs| scope.spawn(move || empty_files(dirs)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                    .collect()
+            })
+        };
         levels.push(std::mem::take(&mut level));
         level = next?.into_iter().flatten().collect();
     }

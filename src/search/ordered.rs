@@ -48,11 +48,7 @@ fn search_within<S>(
 where
     S: FnMut(usize, Event) -> std::io::Result<()> + Send,
 {
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 8)
-        .min(threads.len().max(1));
+    let workers = crate::parallel::workers(8).min(threads.len().max(1));
     let shared = Shared {
         state: Mutex::new(State {
             sink,

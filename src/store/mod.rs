@@ -453,10 +453,7 @@ impl Drop for StagedThread {
 
 /// Reads many `thread.json` files, spread over the available cores.
 fn read_metas(threads: Vec<Thread>) -> Vec<(Thread, Result<ThreadMeta>)> {
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(8);
+    let workers = crate::parallel::workers(8);
     if threads.len() < 64 || workers < 2 {
         return threads
             .into_iter()

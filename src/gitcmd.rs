@@ -64,10 +64,24 @@ pub struct GitOutput {
 }
 
 impl Git {
-    /// Finds `git` on `PATH`.
+    /// Finds `git` on `PATH` (looked up again only when `PATH` changed).
     pub fn find() -> Result<Self> {
+        type Found = Option<(Option<std::ffi::OsString>, PathBuf)>;
+        static FOUND: std::sync::Mutex<Found> = std::sync::Mutex::new(None);
+        let path = std::env::var_os("PATH");
+        let mut found = FOUND
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((on, program)) = &*found
+            && *on == path
+        {
+            return Ok(Git {
+                program: program.clone(),
+            });
+        }
         let program = which::which("git")
             .map_err(|_| Error::Git("the git binary was not found on PATH; install git".into()))?;
+        *found = Some((path, program.clone()));
         Ok(Git { program })
     }
 
@@ -86,20 +100,19 @@ impl Git {
         env: &[(&str, &str)],
     ) -> Result<GitOutput> {
         trace(dir, args);
-        let mut expr = duct::cmd(&self.program, args)
-            .dir(dir)
-            .stdin_null()
-            .stdout_capture()
-            .stderr_capture()
-            .unchecked();
+        // std's `output` reads both pipes from this thread (duct starts a
+        // thread for each): most of grove's git commands are short, and
+        // two threads each were a tenth of what one cost.
+        let mut cmd = std::process::Command::new(&self.program);
+        cmd.args(args).current_dir(dir);
         for var in SCRUBBED {
-            expr = expr.env_remove(var);
+            cmd.env_remove(var);
         }
         for (k, v) in env {
-            expr = expr.env(k, v);
+            cmd.env(k, v);
         }
-        let out = expr
-            .run()
+        let out = cmd
+            .output()
             .map_err(|e| Error::Git(format!("could not run git {}: {e}", args.join(" "))))?;
         Ok(GitOutput {
             success: out.status.success(),
@@ -122,24 +135,43 @@ impl Git {
         read_only: bool,
     ) -> Result<Vec<u8>> {
         trace(dir, args);
-        let mut expr = duct::cmd(&self.program, args)
-            .dir(dir)
-            .stdout_capture()
-            .stderr_capture()
-            .unchecked();
-        expr = match input {
-            Some(bytes) => expr.stdin_bytes(bytes.to_vec()),
-            None => expr.stdin_null(),
-        };
+        let mut cmd = std::process::Command::new(&self.program);
+        cmd.args(args)
+            .current_dir(dir)
+            .stdin(if input.is_some() {
+                std::process::Stdio::piped()
+            } else {
+                std::process::Stdio::null()
+            })
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
         if read_only {
-            expr = expr.env("GIT_OPTIONAL_LOCKS", "0");
+            cmd.env("GIT_OPTIONAL_LOCKS", "0");
         }
         for var in SCRUBBED {
-            expr = expr.env_remove(var);
+            cmd.env_remove(var);
         }
-        let out = expr
-            .run()
-            .map_err(|e| Error::Git(format!("could not run git {}: {e}", args.join(" "))))?;
+        let failed =
+            |e: std::io::Error| Error::Git(format!("could not run git {}: {e}", args.join(" ")));
+        let mut child = cmd.spawn().map_err(failed)?;
+        // The input is written from a thread of its own while this one
+        // reads the output: git may fill its output pipe before it has read
+        // all of its input.
+        let writer = match (input, child.stdin.take()) {
+            (Some(bytes), Some(mut stdin)) => {
+                let bytes = bytes.to_vec();
+                Some(std::thread::spawn(move || {
+                    use std::io::Write;
+                    // git exiting before reading all of it is its answer.
+                    let _ = stdin.write_all(&bytes);
+                }))
+            }
+            _ => None,
+        };
+        let out = child.wait_with_output().map_err(failed)?;
+        if let Some(writer) = writer {
+            let _ = writer.join();
+        }
         if !out.status.success() {
             return Err(Error::Git(format!(
                 "`git {}` failed in {}: {}",

@@ -506,11 +506,7 @@ fn in_parallel<J: Sync, R: Send>(
     work: impl Fn(Option<&git2::Repository>, &J) -> R + Sync,
     main_root: &Path,
 ) -> Vec<R> {
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 8)
-        .min(jobs.len());
+    let workers = crate::parallel::workers(8).min(jobs.len());
     let next = std::sync::atomic::AtomicUsize::new(0);
     let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
@@ -834,7 +830,7 @@ fn worktree_roots(project: &Project) -> Vec<PathBuf> {
     if dot_git.is_dir() && !dot_git.join("worktrees").is_dir() {
         return Vec::new();
     }
-    if let Ok(git) = git2::Repository::open(&project.main_root)
+    if let Some(git) = crate::git::open(&project.main_root)
         && let Ok(names) = git.worktrees()
     {
         return names

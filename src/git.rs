@@ -21,6 +21,34 @@ pub struct RepoInfo {
     pub head: Option<String>,
 }
 
+/// libgit2's handle on the repository at `path`, opened once per thread
+/// and operation: opening reads the configuration files anew, and one
+/// `grove rm` asked for the same repository eight times. `None` when
+/// libgit2 cannot open it (the caller asks git).
+pub fn open(path: &Path) -> Option<std::rc::Rc<git2::Repository>> {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    use std::time::{Duration, Instant};
+    // Kept a short while only, so that a long-running grove (`launch`)
+    // sees configuration changed meanwhile.
+    const FRESH: Duration = Duration::from_millis(500);
+    thread_local! {
+        static OPEN: RefCell<Option<(PathBuf, Instant, Rc<git2::Repository>)>> =
+            const { RefCell::new(None) };
+    }
+    OPEN.with(|slot| {
+        if let Some((at, opened, repo)) = &*slot.borrow()
+            && at == path
+            && opened.elapsed() < FRESH
+        {
+            return Some(Rc::clone(repo));
+        }
+        let repo = Rc::new(git2::Repository::open(path).ok()?);
+        *slot.borrow_mut() = Some((path.to_path_buf(), Instant::now(), Rc::clone(&repo)));
+        Some(repo)
+    })
+}
+
 fn canonical(p: &Path) -> PathBuf {
     p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
 }

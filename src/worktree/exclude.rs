@@ -22,7 +22,7 @@ const END: &str = "# <<< grove";
 
 /// The `info/exclude` file of the repository containing `worktree`.
 pub fn exclude_file(git: &Git, worktree: &Path) -> Result<PathBuf> {
-    if let Ok(repo) = git2::Repository::open(worktree) {
+    if let Some(repo) = crate::git::open(worktree) {
         return Ok(repo.commondir().join("info").join("exclude"));
     }
     let common = git.run(

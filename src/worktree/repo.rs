@@ -121,8 +121,8 @@ impl Repo {
     }
 
     /// libgit2's handle, when it can open the repository.
-    fn git2(&self) -> Option<git2::Repository> {
-        git2::Repository::open(&self.main_root).ok()
+    fn git2(&self) -> Option<std::rc::Rc<git2::Repository>> {
+        crate::git::open(&self.main_root)
     }
 
     /// Full commit id of `rev`, or `None` if it does not name a commit.
@@ -193,7 +193,7 @@ impl Repo {
     /// Refs that stand for "the default branch": the local default branch and
     /// its remote-tracking counterpart, those that exist.
     pub fn default_branch_refs(&self) -> Result<Vec<String>> {
-        if let Ok(git) = git2::Repository::open(&self.main_root) {
+        if let Some(git) = self.git2() {
             return Ok(default_branch_refs_git2(&git));
         }
         let mut name = None;
@@ -255,7 +255,7 @@ impl Repo {
     /// a rebase (see [`super::integrated`]).
     pub fn integration(&self, tip: &str) -> Result<Option<super::Integration>> {
         let refs = self.default_branch_refs()?;
-        let git = git2::Repository::open(&self.main_root).ok();
+        let git = self.git2();
         let oid = git2::Oid::from_str(tip).ok();
         if let (Some(git), Some(oid)) = (git, oid) {
             let checker = super::integrated::Checker::open(&self.main_root);

@@ -17,6 +17,7 @@ mod handoff;
 mod import;
 mod init;
 mod launch;
+mod lazy;
 mod list;
 mod man;
 mod mention;
@@ -43,6 +44,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use lazy::Lazy;
 
 pub use output::Output;
 
@@ -88,40 +90,40 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    Init(init::Args),
-    New(new::Args),
-    Append(append::Args),
-    Show(show::Args),
-    List(list::Args),
-    Repair(repair::Args),
-    Rm(rm::Args),
-    Path(path::Args),
-    Gc(gc::Args),
-    Trust(trust::Args),
-    Fork(fork::Args),
-    Handoff(handoff::Args),
-    Mention(mention::Args),
-    Archive(archive::Args),
+    Init(Lazy<init::Args>),
+    New(Lazy<new::Args>),
+    Append(Lazy<append::Args>),
+    Show(Lazy<show::Args>),
+    List(Lazy<list::Args>),
+    Repair(Lazy<repair::Args>),
+    Rm(Lazy<rm::Args>),
+    Path(Lazy<path::Args>),
+    Gc(Lazy<gc::Args>),
+    Trust(Lazy<trust::Args>),
+    Fork(Lazy<fork::Args>),
+    Handoff(Lazy<handoff::Args>),
+    Mention(Lazy<mention::Args>),
+    Archive(Lazy<archive::Args>),
     /// Show an archived thread in `grove list` again.
-    Unarchive(archive::Args),
-    Delete(delete::Args),
-    Checkpoint(checkpoint::Args),
-    Export(export::Args),
-    Search(search::Args),
-    Scan(scan::Args),
-    Push(push::Args),
-    Pull(pull::Args),
-    Import(import::Args),
-    Validate(validate::Args),
-    Launch(launch::Args),
-    Capture(capture::Args),
-    Resume(resume::Args),
-    Env(env::Args),
-    Completions(completions::Args),
-    Man(man::Args),
-    Switch(switch::Args),
-    ShellInit(shell_init::Args),
-    Config(config::Args),
+    Unarchive(Lazy<archive::Args>),
+    Delete(Lazy<delete::Args>),
+    Checkpoint(Lazy<checkpoint::Args>),
+    Export(Lazy<export::Args>),
+    Search(Lazy<search::Args>),
+    Scan(Lazy<scan::Args>),
+    Push(Lazy<push::Args>),
+    Pull(Lazy<pull::Args>),
+    Import(Lazy<import::Args>),
+    Validate(Lazy<validate::Args>),
+    Launch(Lazy<launch::Args>),
+    Capture(Lazy<capture::Args>),
+    Resume(Lazy<resume::Args>),
+    Env(Lazy<env::Args>),
+    Completions(Lazy<completions::Args>),
+    Man(Lazy<man::Args>),
+    Switch(Lazy<switch::Args>),
+    ShellInit(Lazy<shell_init::Args>),
+    Config(Lazy<config::Args>),
     /// grove's own background deleter (see `grove rm --background`).
     #[command(name = "__delete-trash", hide = true)]
     DeleteTrash {
@@ -185,25 +187,36 @@ fn with_user_flags(mut argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString>
     if user.flags.is_empty() {
         return argv;
     }
-    // The first word that is not a global option (or its value).
-    let mut i = 1;
-    while i < argv.len() {
-        let word = argv[i].to_string_lossy();
-        match word.as_ref() {
-            "-C" | "--color" => i += 2,
-            w if w.starts_with('-') => i += 1,
-            _ => break,
-        }
-    }
-    let Some(command) = argv.get(i).map(|w| w.to_string_lossy().into_owned()) else {
+    let Some(i) = subcommand_position(&argv) else {
         return argv;
     };
+    let command = argv[i].to_string_lossy().into_owned();
     if let Some(flags) = user.flags.get(&command) {
         for (n, flag) in flags.iter().enumerate() {
             argv.insert(i + 1 + n, flag.into());
         }
     }
     argv
+}
+
+/// Where the subcommand is in `argv`: the first word that is not a global
+/// option (or its value).
+fn subcommand_position(argv: &[std::ffi::OsString]) -> Option<usize> {
+    let mut i = 1;
+    while i < argv.len() {
+        let word = argv[i].to_string_lossy();
+        match word.as_ref() {
+            "-C" | "--color" => i += 2,
+            w if w.starts_with('-') => i += 1,
+            _ => return Some(i),
+        }
+    }
+    None
+}
+
+/// The subcommand `argv` names, if any.
+fn subcommand_word(argv: &[std::ffi::OsString]) -> Option<&std::ffi::OsStr> {
+    subcommand_position(argv).map(|i| argv[i].as_os_str())
 }
 
 /// A mistake in how grove was called, reported with exit code 2.
@@ -222,7 +235,9 @@ pub fn main() -> ExitCode {
     clap_complete::CompleteEnv::with_factory(command)
         .var(completions::VAR)
         .complete();
-    let cli = match Cli::try_parse_from(with_user_flags(std::env::args_os().collect())) {
+    let argv = with_user_flags(std::env::args_os().collect());
+    lazy::define_only_what_runs(&argv);
+    let cli = match Cli::try_parse_from(argv) {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() {
@@ -264,39 +279,39 @@ fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
             .map_err(|e| anyhow::anyhow!("cannot read the current directory: {e}"))?,
     };
     match cli.command {
-        Command::Init(args) => init::run(args, &cwd, out),
-        Command::New(args) => new::run(args, &cwd, out),
-        Command::Append(args) => append::run(args, &cwd, out),
-        Command::Show(args) => show::run(args, &cwd, out),
-        Command::List(args) => list::run(args, &cwd, out),
-        Command::Repair(args) => repair::run(args, &cwd, out),
-        Command::Rm(args) => rm::run(args, &cwd, out),
-        Command::Path(args) => path::run(args, &cwd, out),
-        Command::Gc(args) => gc::run(args, &cwd, out),
-        Command::Trust(args) => trust::run(args, &cwd, out),
-        Command::Fork(args) => fork::run(args, &cwd, out),
-        Command::Handoff(args) => handoff::run(args, &cwd, out),
-        Command::Mention(args) => mention::run(args, &cwd, out),
-        Command::Archive(args) => archive::run(args, true, &cwd, out),
-        Command::Unarchive(args) => archive::run(args, false, &cwd, out),
-        Command::Delete(args) => delete::run(args, &cwd, out),
-        Command::Checkpoint(args) => checkpoint::run(args, &cwd, out),
-        Command::Export(args) => export::run(args, &cwd, out),
-        Command::Search(args) => search::run(args, &cwd, out),
-        Command::Scan(args) => scan::run(args, &cwd, out),
-        Command::Push(args) => push::run(args, &cwd, out),
-        Command::Pull(args) => pull::run(args, &cwd, out),
-        Command::Import(args) => import::run(args, &cwd, out),
-        Command::Validate(args) => validate::run(args, &cwd, out),
-        Command::Launch(args) => launch::run(args, &cwd, out),
-        Command::Capture(args) => capture::run(args, &cwd, out),
-        Command::Resume(args) => resume::run(args, &cwd, out),
-        Command::Env(args) => env::run(args, &cwd, out),
-        Command::Completions(args) => completions::run(args, &cwd, out),
-        Command::Man(args) => man::run(args, &cwd, out),
-        Command::Switch(args) => switch::run(args, &cwd, out),
-        Command::ShellInit(args) => shell_init::run(args, &cwd, out),
-        Command::Config(args) => config::run(args, &cwd, out),
+        Command::Init(Lazy(args)) => init::run(args, &cwd, out),
+        Command::New(Lazy(args)) => new::run(args, &cwd, out),
+        Command::Append(Lazy(args)) => append::run(args, &cwd, out),
+        Command::Show(Lazy(args)) => show::run(args, &cwd, out),
+        Command::List(Lazy(args)) => list::run(args, &cwd, out),
+        Command::Repair(Lazy(args)) => repair::run(args, &cwd, out),
+        Command::Rm(Lazy(args)) => rm::run(args, &cwd, out),
+        Command::Path(Lazy(args)) => path::run(args, &cwd, out),
+        Command::Gc(Lazy(args)) => gc::run(args, &cwd, out),
+        Command::Trust(Lazy(args)) => trust::run(args, &cwd, out),
+        Command::Fork(Lazy(args)) => fork::run(args, &cwd, out),
+        Command::Handoff(Lazy(args)) => handoff::run(args, &cwd, out),
+        Command::Mention(Lazy(args)) => mention::run(args, &cwd, out),
+        Command::Archive(Lazy(args)) => archive::run(args, true, &cwd, out),
+        Command::Unarchive(Lazy(args)) => archive::run(args, false, &cwd, out),
+        Command::Delete(Lazy(args)) => delete::run(args, &cwd, out),
+        Command::Checkpoint(Lazy(args)) => checkpoint::run(args, &cwd, out),
+        Command::Export(Lazy(args)) => export::run(args, &cwd, out),
+        Command::Search(Lazy(args)) => search::run(args, &cwd, out),
+        Command::Scan(Lazy(args)) => scan::run(args, &cwd, out),
+        Command::Push(Lazy(args)) => push::run(args, &cwd, out),
+        Command::Pull(Lazy(args)) => pull::run(args, &cwd, out),
+        Command::Import(Lazy(args)) => import::run(args, &cwd, out),
+        Command::Validate(Lazy(args)) => validate::run(args, &cwd, out),
+        Command::Launch(Lazy(args)) => launch::run(args, &cwd, out),
+        Command::Capture(Lazy(args)) => capture::run(args, &cwd, out),
+        Command::Resume(Lazy(args)) => resume::run(args, &cwd, out),
+        Command::Env(Lazy(args)) => env::run(args, &cwd, out),
+        Command::Completions(Lazy(args)) => completions::run(args, &cwd, out),
+        Command::Man(Lazy(args)) => man::run(args, &cwd, out),
+        Command::Switch(Lazy(args)) => switch::run(args, &cwd, out),
+        Command::ShellInit(Lazy(args)) => shell_init::run(args, &cwd, out),
+        Command::Config(Lazy(args)) => config::run(args, &cwd, out),
         Command::DeleteTrash { dir } => grove::trash::delete_handed_over(&dir)
             .map(|()| exit::SUCCESS)
             .map_err(Into::into),

@@ -106,6 +106,32 @@ fn exit_codes_are_0_1_2() {
     ok(sb.grove(&repo).arg("--help"));
 }
 
+/// Only the subcommand that runs has its arguments defined (the others are
+/// deferred): whatever shows texts still shows them all and right.
+#[test]
+fn subcommands_defined_when_they_run_still_explain_themselves() {
+    let sb = Sandbox::new();
+    let dir = sb.dir("p");
+    let top = ok(sb.grove(&dir).arg("--help"));
+    assert!(
+        top.contains("Remove a task's worktree and branch"),
+        "every subcommand's summary in {top}"
+    );
+    let empty = fails_with(&mut sb.grove(&dir), 2);
+    assert!(empty.contains("Remove a task's worktree"), "{empty}");
+    // A variant's own summary wins over that of the arguments it shares.
+    let unarchive = ok(sb.grove(&dir).args(["unarchive", "--help"]));
+    assert!(unarchive.contains("Show an archived thread"), "{unarchive}");
+    let via_help = ok(sb.grove(&dir).args(["help", "rm"]));
+    assert!(via_help.contains("--keep-branch"), "{via_help}");
+    // A mistake in a subcommand parsed with only its own arguments defined.
+    let wrong = fails_with(sb.grove(&dir).args(["rm", "--keep-brnch", "x"]), 2);
+    assert!(wrong.contains("Usage: grove rm "), "{wrong}");
+    assert!(wrong.contains("--keep-branch"), "a suggestion in {wrong}");
+    let missing = fails_with(sb.grove(&dir).args(["-q", "rm"]), 2);
+    assert!(missing.contains("<THREAD>"), "{missing}");
+}
+
 #[test]
 fn help_explains_every_flag() {
     let sb = Sandbox::new();

@@ -10,7 +10,7 @@ use crate::atsf::ThreadMeta;
 use crate::cache::{self, CacheRecord, CacheState};
 use crate::error::{Error, Result};
 use crate::project::Project;
-use crate::store::{Store, Thread, resolve_prefix};
+use crate::store::{Keep, Store, Thread, resolve_prefix};
 use crate::worktree::integrated::Checker;
 use crate::worktree::{Integration, Repo, WorktreeEntry, is_dirty_among_many};
 
@@ -149,13 +149,18 @@ pub fn discover_matching(
     options: Options,
     keep: &dyn Fn(&str) -> bool,
 ) -> Result<Discovered> {
+    discover_kept(project, options, Keep::Where(keep))
+}
+
+/// [`discover_matching`] of the threads `keep` names.
+fn discover_kept(project: &Project, options: Options, keep: Keep<'_>) -> Result<Discovered> {
     let mut out = Discovered::default();
     let main_root = project.main_root.clone();
     let mut seen: HashSet<String> = HashSet::new();
     add_local(project, &mut out, &mut seen, keep);
     let cached_ids: Vec<(String, PathBuf)> = cache::entries(Some(&main_root))?
         .into_iter()
-        .filter(|(id, _)| keep(id))
+        .filter(|(id, _)| keep.accepts(id))
         .collect();
     let unseen = |seen: &HashSet<String>, ids: &[(String, PathBuf)]| {
         ids.iter()
@@ -248,11 +253,13 @@ fn add_other_repositories(
     main_root: &Path,
     ours: &[&Path],
     options: Options,
-    keep: &dyn Fn(&str) -> bool,
+    keep: Keep<'_>,
 ) -> Result<()> {
     let others = cache::entries(None)?
         .into_iter()
-        .filter(|(id, dir)| keep(id) && !seen.contains(id) && !ours.contains(&dir.as_path()))
+        .filter(|(id, dir)| {
+            keep.accepts(id) && !seen.contains(id) && !ours.contains(&dir.as_path())
+        })
         .collect();
     let (all, errors) = cache::load(others);
     out.errors.extend(errors);
@@ -272,7 +279,7 @@ fn add_other_repositories(
         if other.main_root == main_root {
             continue;
         }
-        if let Ok(found) = discover_matching(&other, options, keep) {
+        if let Ok(found) = discover_kept(&other, options, keep) {
             out.errors.extend(found.errors);
             for f in found.threads {
                 if seen.insert(f.thread.id().to_string()) {
@@ -290,13 +297,8 @@ fn add_other_repositories(
 }
 
 /// The threads of the main checkout's `.agent/`.
-fn add_local(
-    project: &Project,
-    out: &mut Discovered,
-    seen: &mut HashSet<String>,
-    keep: &dyn Fn(&str) -> bool,
-) {
-    match project.main_store().list_matching(keep) {
+fn add_local(project: &Project, out: &mut Discovered, seen: &mut HashSet<String>, keep: Keep<'_>) {
+    match project.main_store().list_kept(keep) {
         Ok(listing) => {
             out.errors.extend(listing.errors);
             for t in listing.threads {
@@ -356,7 +358,7 @@ fn worktree_threads(
     main_root: &Path,
     wt: &WorktreeEntry,
     errors: &mut Vec<Error>,
-    keep: &dyn Fn(&str) -> bool,
+    keep: Keep<'_>,
 ) -> Vec<Found> {
     let store = Store::for_project(&wt.path);
     let record = CacheRecord {
@@ -366,7 +368,7 @@ fn worktree_threads(
         state: CacheState::Live,
         cached_at: crate::atsf::now_timestamp(),
     };
-    let listing = match store.list_matching(keep) {
+    let listing = match store.list_kept(keep) {
         Ok(listing) => listing,
         Err(e) => {
             errors.push(e);
@@ -676,7 +678,7 @@ fn load_one(project: &Project, id: &str, all_repos: bool) -> Result<Option<(Foun
         all_repos,
         statuses: false,
     };
-    let found = discover_matching(project, options, &|n| n == id)?;
+    let found = discover_kept(project, options, Keep::Id(id))?;
     let errors = found.errors;
     Ok(found
         .threads
@@ -783,7 +785,7 @@ fn live_copy(hit: Found) -> Found {
         return hit;
     };
     let id = hit.thread.id().to_string();
-    let Ok(found) = discover_matching(&project, Options::default(), &|n| n == id) else {
+    let Ok(found) = discover_kept(&project, Options::default(), Keep::Id(&id)) else {
         return hit;
     };
     found

@@ -172,14 +172,17 @@ impl Store {
     /// The thread directories, and what is wrong with entries that look like
     /// threads but cannot be used (a symbolic link where a directory should be).
     fn scan(&self) -> Result<(Vec<String>, Vec<Error>)> {
-        self.scan_matching(&|_| true)
+        self.scan_matching(Keep::Where(&|_| true))
     }
 
     /// [`Store::scan`] of the names `keep` accepts (the others cost nothing
     /// but their directory entry).
-    fn scan_matching(&self, keep: &dyn Fn(&str) -> bool) -> Result<(Vec<String>, Vec<Error>)> {
+    fn scan_matching(&self, keep: Keep<'_>) -> Result<(Vec<String>, Vec<Error>)> {
         self.guard()?;
         let dir = self.threads_dir();
+        if let Keep::Id(id) = keep {
+            return Ok(self.scan_one(id));
+        }
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -194,7 +197,7 @@ impl Store {
             let Ok(name) = entry.file_name().into_string() else {
                 continue;
             };
-            if !keep(&name) || validate_thread_id(&name).is_err() {
+            if !keep.accepts(&name) || validate_thread_id(&name).is_err() {
                 continue;
             }
             let path = entry.path();
@@ -212,6 +215,27 @@ impl Store {
         }
         ids.sort();
         Ok((ids, errors))
+    }
+
+    /// [`Store::scan_matching`] of one id, without listing the directory:
+    /// the same checks on its one entry.
+    fn scan_one(&self, id: &str) -> (Vec<String>, Vec<Error>) {
+        if validate_thread_id(id).is_err() {
+            return (Vec::new(), Vec::new());
+        }
+        let path = self.threads_dir().join(id);
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_symlink() => {
+                (Vec::new(), vec![crate::fsutil::symlink_error(&path)])
+            }
+            Ok(m)
+                if m.is_dir()
+                    && std::fs::symlink_metadata(path.join(atsf::THREAD_FILE)).is_ok() =>
+            {
+                (vec![id.to_string()], Vec::new())
+            }
+            _ => (Vec::new(), Vec::new()),
+        }
     }
 
     /// Finds the thread whose id is `query` or starts with it.
@@ -339,6 +363,11 @@ impl Store {
     /// [`Store::list`] of the threads whose directory name `keep` accepts:
     /// the others' `thread.json` are not read.
     pub fn list_matching(&self, keep: &dyn Fn(&str) -> bool) -> Result<Listing> {
+        self.list_kept(Keep::Where(keep))
+    }
+
+    /// [`Store::list_matching`] of the threads `keep` names.
+    pub fn list_kept(&self, keep: Keep<'_>) -> Result<Listing> {
         let (ids, errors) = self.scan_matching(keep)?;
         let threads: Vec<Thread> = ids
             .into_iter()
@@ -359,6 +388,26 @@ impl Store {
         }
         sort_newest_first(&mut listing.threads);
         Ok(listing)
+    }
+}
+
+/// Which threads a listing reads.
+#[derive(Clone, Copy)]
+pub enum Keep<'a> {
+    /// Those whose id the function accepts: every name is listed.
+    Where(&'a dyn Fn(&str) -> bool),
+    /// The one with this id, looked up directly: in a store of 10,000
+    /// threads, listing the directory is most of what finding one costs.
+    Id(&'a str),
+}
+
+impl Keep<'_> {
+    /// Whether the thread `id` is kept.
+    pub fn accepts(&self, id: &str) -> bool {
+        match self {
+            Keep::Where(keep) => keep(id),
+            Keep::Id(only) => *only == id,
+        }
     }
 }
 

@@ -110,6 +110,9 @@ fn a_linked_thread_directory_or_assets_dir_is_refused() {
         1,
     );
     assert!(err.contains("symbolic link"), "{err}");
+    // Looked up by its id alone (no listing), the same refusal.
+    let err = fails_with(sb.grove(&repo).args(["show", "linked-thread"]), 1);
+    assert!(err.contains("symbolic link"), "{err}");
     assert!(!victim.join("messages.jsonl").exists());
 }
 

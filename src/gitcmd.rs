@@ -91,29 +91,20 @@ impl Git {
     }
 
     /// [`Git::output`] with `env` set for git (`GIT_LFS_SKIP_SMUDGE=1`).
-    // The one place git runs (with `bytes`).
-    #[allow(clippy::disallowed_methods)]
     pub fn output_with_env(
         &self,
         dir: &Path,
         args: &[&str],
         env: &[(&str, &str)],
     ) -> Result<GitOutput> {
-        trace(dir, args);
         // std's `output` reads both pipes from this thread (duct starts a
         // thread for each): most of grove's git commands are short, and
         // two threads each were a tenth of what one cost.
-        let mut cmd = std::process::Command::new(&self.program);
-        cmd.args(args).current_dir(dir);
-        for var in SCRUBBED {
-            cmd.env_remove(var);
-        }
+        let mut cmd = self.command(dir, args);
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let out = cmd
-            .output()
-            .map_err(|e| Error::Git(format!("could not run git {}: {e}", args.join(" "))))?;
+        let out = cmd.output().map_err(|e| could_not_run(args, e))?;
         Ok(GitOutput {
             success: out.status.success(),
             code: out.status.code(),
@@ -126,7 +117,6 @@ impl Git {
     /// are not UTF-8), failing with git's message on a non-zero exit.
     /// `read_only` sets `GIT_OPTIONAL_LOCKS=0`, so git does not take the
     /// index lock or refresh the index of a worktree it only reads.
-    #[allow(clippy::disallowed_methods)]
     pub fn bytes(
         &self,
         dir: &Path,
@@ -134,25 +124,18 @@ impl Git {
         input: Option<&[u8]>,
         read_only: bool,
     ) -> Result<Vec<u8>> {
-        trace(dir, args);
-        let mut cmd = std::process::Command::new(&self.program);
-        cmd.args(args)
-            .current_dir(dir)
-            .stdin(if input.is_some() {
-                std::process::Stdio::piped()
-            } else {
-                std::process::Stdio::null()
-            })
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
+        let mut cmd = self.command(dir, args);
+        cmd.stdin(if input.is_some() {
+            std::process::Stdio::piped()
+        } else {
+            std::process::Stdio::null()
+        })
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
         if read_only {
             cmd.env("GIT_OPTIONAL_LOCKS", "0");
         }
-        for var in SCRUBBED {
-            cmd.env_remove(var);
-        }
-        let failed =
-            |e: std::io::Error| Error::Git(format!("could not run git {}: {e}", args.join(" ")));
+        let failed = |e| could_not_run(args, e);
         let mut child = cmd.spawn().map_err(failed)?;
         // The input is written from a thread of its own while this one
         // reads the output: git may fill its output pipe before it has read
@@ -183,6 +166,20 @@ impl Git {
         Ok(out.stdout)
     }
 
+    /// git with `args` in `dir`, the variables that would point it
+    /// elsewhere removed (see [`SCRUBBED`]); traced with `-v`.
+    // The one place a git command is made.
+    #[allow(clippy::disallowed_methods)]
+    fn command(&self, dir: &Path, args: &[&str]) -> std::process::Command {
+        trace(dir, args);
+        let mut cmd = std::process::Command::new(&self.program);
+        cmd.args(args).current_dir(dir);
+        for var in SCRUBBED {
+            cmd.env_remove(var);
+        }
+        cmd
+    }
+
     /// Runs git and fails with git's own message when it exits non-zero.
     /// Returns stdout with the trailing newline removed.
     pub fn run(&self, dir: &Path, args: &[&str]) -> Result<String> {
@@ -205,4 +202,8 @@ impl Git {
     pub fn check(&self, dir: &Path, args: &[&str]) -> Result<bool> {
         Ok(self.output(dir, args)?.success)
     }
+}
+
+fn could_not_run(args: &[&str], e: std::io::Error) -> Error {
+    Error::Git(format!("could not run git {}: {e}", args.join(" ")))
 }

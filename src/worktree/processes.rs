@@ -43,10 +43,16 @@ pub fn in_dir(dir: &Path) -> Vec<Holder> {
     let Ok(dir) = dir.canonicalize() else {
         return Vec::new();
     };
-    let spared = ancestors();
-    scan(&dir)
+    // A child's command line is read from its memory, which waits while
+    // the child is starting: grove's own children are left out first.
+    scan(&dir, &ancestors())
         .into_iter()
-        .filter(|h| !spared.contains(&h.pid) && !descends_from_grove(h.pid))
+        .filter(|(pid, _)| !descends_from_grove(*pid))
+        .map(|(pid, holds)| Holder {
+            pid,
+            command: command_of(pid),
+            holds,
+        })
         .collect()
 }
 
@@ -74,48 +80,86 @@ fn descends_from_grove(pid: u32) -> bool {
     false
 }
 
+/// Every process's working directory and open files, looked at through
+/// directory handles (`/proc/<pid>`, its `fd/`) so that each look resolves
+/// one name instead of walking `/proc/<pid>/fd/<n>` from the root: on a
+/// machine of a few hundred processes that walk was most of the scan's
+/// time, spent while grove's own checks wait on the same cores.
 #[cfg(target_os = "linux")]
-fn scan(dir: &Path) -> Vec<Holder> {
-    let Ok(procs) = std::fs::read_dir("/proc") else {
+fn scan(dir: &Path, spared: &[u32]) -> Vec<(u32, PathBuf)> {
+    use nix::dir::Dir;
+    use nix::fcntl::{OFlag, openat, readlinkat};
+    use nix::sys::stat::Mode;
+    use std::os::fd::AsFd;
+
+    let Ok(mut procs) = Dir::open(
+        "/proc",
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    ) else {
         return Vec::new();
     };
+    let proc_fd = match procs.as_fd().try_clone_to_owned() {
+        Ok(fd) => fd,
+        Err(_) => return Vec::new(),
+    };
     let mut out = Vec::new();
-    for entry in procs.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
+    for entry in procs.iter().flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().ok().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
-        let base = entry.path();
+        if spared.contains(&pid) {
+            continue;
+        }
         // A process of another user, or one that just ended, reads as nothing.
-        let holds = std::fs::read_link(base.join("cwd"))
+        let Ok(base) = openat(
+            &proc_fd,
+            name,
+            OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        ) else {
+            continue;
+        };
+        let holds = readlinkat(&base, "cwd")
             .ok()
+            .map(PathBuf::from)
             .filter(|cwd| cwd.starts_with(dir))
             .or_else(|| open_file_in(&base, dir));
         if let Some(holds) = holds {
-            out.push(Holder {
-                pid,
-                command: command_of(&base),
-                holds,
-            });
+            out.push((pid, holds));
         }
     }
     out
 }
 
 #[cfg(target_os = "linux")]
-fn open_file_in(base: &Path, dir: &Path) -> Option<PathBuf> {
-    std::fs::read_dir(base.join("fd"))
-        .ok()?
+fn open_file_in(base: &std::os::fd::OwnedFd, dir: &Path) -> Option<PathBuf> {
+    use nix::dir::Dir;
+    use nix::fcntl::{OFlag, readlinkat};
+    use nix::sys::stat::Mode;
+    use std::os::fd::AsFd;
+
+    let mut fds = Dir::openat(
+        base,
+        "fd",
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let fds_fd = fds.as_fd().try_clone_to_owned().ok()?;
+    fds.iter()
         .flatten()
-        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter(|fd| fd.file_name().to_bytes().first() != Some(&b'.'))
+        .filter_map(|fd| readlinkat(&fds_fd, fd.file_name()).ok())
+        .map(PathBuf::from)
         .find(|target| target.starts_with(dir))
 }
 
-#[cfg(target_os = "linux")]
-fn command_of(base: &Path) -> String {
+/// The command line of `pid` (its name when that is empty), cut at 80
+/// characters.
+fn command_of(pid: u32) -> String {
+    let base = Path::new("/proc").join(pid.to_string());
     let cmdline = std::fs::read(base.join("cmdline")).unwrap_or_default();
     let words: Vec<String> = cmdline
         .split(|b| *b == 0)
@@ -136,7 +180,7 @@ fn command_of(base: &Path) -> String {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn scan(_dir: &Path) -> Vec<Holder> {
+fn scan(_dir: &Path, _spared: &[u32]) -> Vec<(u32, PathBuf)> {
     Vec::new()
 }
 
@@ -145,14 +189,12 @@ fn ancestors() -> Vec<u32> {
     let mut out = vec![std::process::id()];
     #[cfg(target_os = "linux")]
     {
-        let mut pid = std::process::id();
-        for _ in 0..64 {
-            let Some(parent) = parent_of(pid) else { break };
-            if parent == 0 || out.contains(&parent) {
-                break;
-            }
-            out.push(parent);
-            pid = parent;
+        // grove's own parent without /proc: reading its own `stat` waits
+        // while another of its threads is starting a process.
+        let mut parent = Some(std::os::unix::process::parent_id());
+        while let Some(pid) = parent.filter(|p| *p != 0 && !out.contains(p) && out.len() < 64) {
+            out.push(pid);
+            parent = parent_of(pid);
         }
     }
     out

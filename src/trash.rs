@@ -189,6 +189,10 @@ fn gone(result: std::io::Result<()>, path: &Path) -> Result<()> {
     }
 }
 
+/// The fewest directories in a level for its files to be unlinked by
+/// several threads.
+const PARALLEL_LEVEL: usize = 8;
+
 /// Level by level: the files of every directory of a level are unlinked by
 /// the threads in parallel, and the subdirectories they find make the next
 /// level; then the directories, deepest first.
@@ -198,22 +202,24 @@ fn remove_tree(root: &Path) -> Result<()> {
     let mut level = vec![root.to_path_buf()];
     while !level.is_empty() {
         let chunk = level.len().div_ceil(threads).max(1);
-        // A level one thread takes whole (most of a small worktree's) is
-        // emptied here: a thread costs more than its few files.
-        let next: Result<Vec<Vec<PathBuf>>> = if chunk >= level.len() {
-            empty_files(&level).map(|subdirs| vec![subdirs])
-        } else {
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = level
-                    .chunks(chunk)
-                    .map(|dirs| scope.spawn(move || empty_files(dirs)))
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                    .collect()
-            })
-        };
+        // A level of a few directories (all of a small worktree's, the top
+        // of a large one) is emptied here: a thread costs more than their
+        // few files.
+        let next: Result<Vec<Vec<PathBuf>>> =
+            if chunk >= level.len() || level.len() < PARALLEL_LEVEL {
+                empty_files(&level).map(|subdirs| vec![subdirs])
+            } else {
+                std::thread::scope(|scope| {
+                    let handles: Vec<_> = level
+                        .chunks(chunk)
+                        .map(|dirs| scope.spawn(move || empty_files(dirs)))
+                        .collect();
+                    handles
+                        .into_iter()
+                        .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                        .collect()
+                })
+            };
         levels.push(std::mem::take(&mut level));
         level = next?.into_iter().flatten().collect();
     }

@@ -105,12 +105,7 @@ impl Git {
             cmd.env(k, v);
         }
         let out = cmd.output().map_err(|e| could_not_run(args, e))?;
-        Ok(GitOutput {
-            success: out.status.success(),
-            code: out.status.code(),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        })
+        Ok(GitOutput::from(out))
     }
 
     /// Runs git with `input` on stdin and returns stdout as bytes (patches
@@ -124,23 +119,11 @@ impl Git {
         input: Option<&[u8]>,
         read_only: bool,
     ) -> Result<Vec<u8>> {
-        let mut cmd = self.command(dir, args);
-        cmd.stdin(if input.is_some() {
-            std::process::Stdio::piped()
-        } else {
-            std::process::Stdio::null()
-        })
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-        if read_only {
-            cmd.env("GIT_OPTIONAL_LOCKS", "0");
-        }
-        let failed = |e| could_not_run(args, e);
-        let mut child = cmd.spawn().map_err(failed)?;
+        let mut running = self.start_piped(dir, args, input.is_some(), read_only)?;
         // The input is written from a thread of its own while this one
         // reads the output: git may fill its output pipe before it has read
         // all of its input.
-        let writer = match (input, child.stdin.take()) {
+        let writer = match (input, running.child.stdin.take()) {
             (Some(bytes), Some(mut stdin)) => {
                 let bytes = bytes.to_vec();
                 Some(std::thread::spawn(move || {
@@ -151,19 +134,43 @@ impl Git {
             }
             _ => None,
         };
-        let out = child.wait_with_output().map_err(failed)?;
+        let out = running.bytes();
         if let Some(writer) = writer {
             let _ = writer.join();
         }
-        if !out.status.success() {
-            return Err(Error::Git(format!(
-                "`git {}` failed in {}: {}",
-                args.join(" "),
-                dir.display(),
-                String::from_utf8_lossy(&out.stderr).trim()
-            )));
+        out
+    }
+
+    /// Starts `git -C dir args…` and returns at once, for the caller to do
+    /// other work while git runs and collect its answer with
+    /// [`Running::output`] or [`Running::bytes`] — without a thread to wait
+    /// on it. (git's output is read then: what it prints beyond what a pipe
+    /// holds waits for that.) `read_only` as for [`Git::bytes`].
+    pub fn start(&self, dir: &Path, args: &[&str], read_only: bool) -> Result<Running> {
+        self.start_piped(dir, args, false, read_only)
+    }
+
+    fn start_piped(
+        &self,
+        dir: &Path,
+        args: &[&str],
+        stdin: bool,
+        read_only: bool,
+    ) -> Result<Running> {
+        use std::process::Stdio;
+        let mut cmd = self.command(dir, args);
+        cmd.stdin(if stdin { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if read_only {
+            cmd.env("GIT_OPTIONAL_LOCKS", "0");
         }
-        Ok(out.stdout)
+        let child = cmd.spawn().map_err(|e| could_not_run(args, e))?;
+        Ok(Running {
+            child,
+            args: args.iter().map(|a| a.to_string()).collect(),
+            dir: dir.to_path_buf(),
+        })
     }
 
     /// git with `args` in `dir`, the variables that would point it
@@ -201,6 +208,55 @@ impl Git {
     /// Whether git exits 0 (for predicates like `merge-base --is-ancestor`).
     pub fn check(&self, dir: &Path, args: &[&str]) -> Result<bool> {
         Ok(self.output(dir, args)?.success)
+    }
+}
+
+/// A git command started by [`Git::start`].
+#[derive(Debug)]
+pub struct Running {
+    child: std::process::Child,
+    args: Vec<String>,
+    dir: PathBuf,
+}
+
+impl Running {
+    /// Waits for git and returns its output whatever the exit code.
+    pub fn output(self) -> Result<GitOutput> {
+        Ok(GitOutput::from(self.wait()?.0))
+    }
+
+    /// Waits for git and returns stdout as bytes, failing with git's
+    /// message on a non-zero exit.
+    pub fn bytes(self) -> Result<Vec<u8>> {
+        let (out, args, dir) = self.wait()?;
+        if !out.status.success() {
+            return Err(Error::Git(format!(
+                "`git {}` failed in {}: {}",
+                args.join(" "),
+                dir.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(out.stdout)
+    }
+
+    fn wait(self) -> Result<(std::process::Output, Vec<String>, PathBuf)> {
+        let out = self.child.wait_with_output().map_err(|e| {
+            let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+            could_not_run(&args, e)
+        })?;
+        Ok((out, self.args, self.dir))
+    }
+}
+
+impl From<std::process::Output> for GitOutput {
+    fn from(out: std::process::Output) -> Self {
+        GitOutput {
+            success: out.status.success(),
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        }
     }
 }
 

@@ -333,13 +333,13 @@ pub(crate) fn set_state_at(dir: &Path, state: CacheState) -> Result<()> {
     write_record(dir, &record)
 }
 
-/// Marks the cache entry `dir` removed once its worktree is gone, without
-/// waiting for the disk: should a power cut bring back `removing`, the
-/// worktree is gone all the same and discovery finishes the removal then
-/// (the caller holds the cache lock).
-pub(crate) fn mark_removed_at(dir: &Path) -> Result<()> {
+/// Moves the cache entry `dir` between `removing` and `removed` or `live`
+/// without waiting for the disk: should a power cut bring back the older
+/// state, discovery settles it from what it finds (a worktree gone:
+/// removed; still there: live). The caller holds the cache lock.
+pub(crate) fn mark_at(dir: &Path, state: CacheState) -> Result<()> {
     let mut record = read_record(dir)?;
-    record.state = CacheState::Removed;
+    record.state = state;
     write_record_unsynced(dir, &record)
 }
 
@@ -445,6 +445,19 @@ pub fn entries(main_root: Option<&Path>) -> Result<Vec<(String, PathBuf)>> {
         }
     }
     Ok(out)
+}
+
+/// The cache entry of thread `id` of the repository at `main_root`, looked
+/// up directly. A link there is returned too, for reading it to refuse it
+/// by name (grove never follows links inside its data).
+pub fn entry(main_root: &Path, id: &str) -> Result<Option<(String, PathBuf)>> {
+    if crate::store::validate_thread_id(id).is_err() {
+        return Ok(None);
+    }
+    let dir = repo_dir(main_root)?.join(id);
+    Ok(std::fs::symlink_metadata(&dir)
+        .is_ok_and(|m| m.is_dir() || m.file_type().is_symlink())
+        .then(|| (id.to_string(), dir)))
 }
 
 /// Reads the cache entries given (see [`entries`]), and names what could

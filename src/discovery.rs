@@ -158,10 +158,13 @@ fn discover_kept(project: &Project, options: Options, keep: Keep<'_>) -> Result<
     let main_root = project.main_root.clone();
     let mut seen: HashSet<String> = HashSet::new();
     add_local(project, &mut out, &mut seen, keep);
-    let cached_ids: Vec<(String, PathBuf)> = cache::entries(Some(&main_root))?
-        .into_iter()
-        .filter(|(id, _)| keep.accepts(id))
-        .collect();
+    let cached_ids: Vec<(String, PathBuf)> = match keep {
+        Keep::Id(id) => cache::entry(&main_root, id)?.into_iter().collect(),
+        Keep::Where(_) => cache::entries(Some(&main_root))?
+            .into_iter()
+            .filter(|(id, _)| keep.accepts(id))
+            .collect(),
+    };
     let unseen = |seen: &HashSet<String>, ids: &[(String, PathBuf)]| {
         ids.iter()
             .filter(|(id, _)| !seen.contains(id))
@@ -630,6 +633,13 @@ pub fn resolve(project: &Project, query: &str) -> Result<Found> {
 /// cache entries, each naming its file), for the caller to report.
 pub fn resolve_reporting(project: &Project, query: &str) -> Result<(Found, Vec<Error>)> {
     crate::store::validate_thread_id(query)?;
+    // A whole id (the exact id wins over ids it is a prefix of) is looked
+    // up directly, without listing the names.
+    if uuid::Uuid::try_parse(query).is_ok()
+        && let Some(hit) = load_one(project, query, false)?
+    {
+        return Ok(hit);
+    }
     // This repository first, by directory names alone (no thread.json is
     // read but the one found); other repositories' caches only when nothing
     // here matches.

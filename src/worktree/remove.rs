@@ -16,6 +16,7 @@ use super::{Repo, exclude};
 use crate::cache::{self, CacheRecord, CacheState};
 use crate::discovery::{Found, Status};
 use crate::error::{Error, Result};
+use crate::gitcmd::Running;
 use crate::intent::{self, Action};
 use crate::store::Store;
 
@@ -70,26 +71,43 @@ struct Head {
 }
 
 /// Reasons `rm` refuses without `--force`; empty when removal is safe.
-/// The look at the files (a git process) runs while the commits are
-/// looked at.
 pub fn unsafe_reasons(repo: &Repo, found: &Found) -> Result<Vec<String>> {
+    unsafe_reasons_alongside(repo, found, || ()).0
+}
+
+/// [`unsafe_reasons`], with `alongside` run on a thread of its own while
+/// git looks at the worktree's files and this thread at the commits: the
+/// `git status` is the longest step, and grove's other work fits beside it.
+fn unsafe_reasons_alongside<T: Send>(
+    repo: &Repo,
+    found: &Found,
+    alongside: impl FnOnce() -> T + Send,
+) -> (Result<Vec<String>>, T) {
     let Some(wt) = &found.worktree else {
-        return Ok(Vec::new());
+        return (Ok(Vec::new()), alongside());
     };
+    // git is started first: its look at the files is the longest step.
+    let status = start_status(repo, wt);
     std::thread::scope(|scope| {
-        let files = scope.spawn(|| file_reasons(repo, wt));
+        let beside = scope.spawn(alongside);
         let commits = commit_reasons(repo, found, wt);
-        let mut reasons = joined(files)?;
-        reasons.extend(commits?);
-        Ok(reasons)
+        let reasons = status
+            .and_then(|status| file_reasons(repo, wt, status))
+            .and_then(|mut reasons| {
+                reasons.extend(commits?);
+                Ok(reasons)
+            });
+        (reasons, joined(beside))
     })
 }
 
-/// Uncommitted files, the worktree's own or its submodules'.
-fn file_reasons(repo: &Repo, wt: &Path) -> Result<Vec<String>> {
+/// Uncommitted files, the worktree's own or its submodules': `status` is
+/// the worktree's `git status` started by [`start_status`] (`None`: the
+/// worktree is not intact, and there is nothing to look at).
+fn file_reasons(repo: &Repo, wt: &Path, status: Option<Running>) -> Result<Vec<String>> {
     let mut reasons = Vec::new();
-    if intact(wt) {
-        let files = uncommitted(repo, wt)?;
+    if let Some(status) = status {
+        let files = uncommitted(status)?;
         if !files.is_empty() {
             reasons.push(format!(
                 "uncommitted changes in {}: {}",
@@ -177,23 +195,28 @@ fn intact(wt: &Path) -> bool {
     std::fs::symlink_metadata(wt.join(".git")).is_ok()
 }
 
-/// Uncommitted paths of the worktree (untracked ones included), leaving out
-/// grove's own files: its threads are saved to the cache before anything is
-/// removed.
-fn uncommitted(repo: &Repo, wt: &Path) -> Result<Vec<String>> {
-    let out = repo.git.bytes(
-        wt,
-        &[
-            "status",
-            "--porcelain=v1",
-            "-z",
-            "--untracked-files=all",
-            "--ignore-submodules=none",
-            "--no-renames",
-        ],
-        None,
-        true,
-    )?;
+/// Starts the `git status` of the worktree (untracked files included) when
+/// the worktree is intact.
+fn start_status(repo: &Repo, wt: &Path) -> Result<Option<Running>> {
+    if !intact(wt) {
+        return Ok(None);
+    }
+    let args = [
+        "status",
+        "--porcelain=v1",
+        "-z",
+        "--untracked-files=all",
+        "--ignore-submodules=none",
+        "--no-renames",
+    ];
+    repo.git.start(wt, &args, true).map(Some)
+}
+
+/// Uncommitted paths of the worktree as its `status` lists them, leaving
+/// out grove's own files: its threads are saved to the cache before
+/// anything is removed.
+fn uncommitted(status: Running) -> Result<Vec<String>> {
+    let out = status.bytes()?;
     Ok(out
         .split(|&b| b == 0)
         .filter(|e| e.len() > 3)
@@ -309,17 +332,20 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
     let id = found.thread.id().to_string();
     let wt = refuse_early(found, options)?;
     let threads = threads_in(&wt, &id);
-    // With no teardown command to end a process first, the look into /proc
-    // runs alongside the checks.
     let teardown_commands = super::teardown::commands(repo);
-    let scan_early = teardown_commands.is_empty();
-    let (checked, scanned) = std::thread::scope(|scope| {
-        let scan = scan_early.then(|| scope.spawn(|| super::processes::in_dir(&wt)));
-        let checked = checks(repo, found, &wt, &threads, options);
-        let scanned = scan.map(joined);
-        (checked, scanned)
+    // With no teardown command (which may end a process or write to a
+    // thread), the look into /proc and the save to the cache run alongside
+    // the checks.
+    let early = teardown_commands.is_empty();
+    let (checked, (scanned, saved)) = checks(repo, found, &wt, &threads, options, || {
+        let scanned = early.then(|| super::processes::in_dir(&wt));
+        let saved = (early && !options.purge).then(|| save_threads(found, &wt, &threads));
+        (scanned, saved)
     });
+    // Saved as `removing`: marked `live` again when anything below refuses.
+    let saved = saved.map(|dirs| dirs.map(|d| MarkedRemoving::new(&found.repo_root, d)));
     checked?;
+    let saved = saved.transpose()?;
     let branch_plan = branch_plan(repo, found, options)?;
     let teardown = super::teardown::run(
         repo,
@@ -331,21 +357,26 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
     )?;
     let processes = processes_gone(&wt, options, scanned)?;
     // The threads are saved before anything is removed.
-    let cached = if options.purge {
-        Vec::new()
-    } else {
-        save_threads(found, &wt, &threads)?
+    let cached = match saved {
+        Some(marked) => marked,
+        None if options.purge => MarkedRemoving::new(&found.repo_root, Vec::new()),
+        None => MarkedRemoving::new(&found.repo_root, save_threads(found, &wt, &threads)?),
     };
     let step = intent::begin(Action::Remove {
         repo: repo.main_root.clone(),
         worktree: wt.clone(),
-        cached: cached.clone(),
+        cached: cached.dirs.clone(),
         branch: branch_plan.delete.clone(),
         branch_tip: branch_plan.tip.clone(),
     })?;
-    let branch_deleted = remove_worktree_and_branch(repo, &wt, &branch_plan, options.background)?;
-    forget_old_excludes(repo, &id)?;
-    settle_cache(found, &id, &threads, &cached, options)?;
+    // From here an interrupted removal is the intent journal's to finish.
+    let cached = cached.go_ahead();
+    let branch_deleted =
+        remove_worktree_and_branch(repo, &wt, &branch_plan, options.background, || {
+            // The worktree's directory is gone: the cache is its threads' home.
+            forget_old_excludes(repo, &id)?;
+            settle_cache(found, &id, &threads, &cached, options)
+        })?;
     step.done();
     // The task's ports are free again (best effort: a port whose worktree
     // is gone is taken back at the next allocation anyway).
@@ -370,36 +401,83 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
     })
 }
 
+/// Cache entries saved with the state `removing` before the removal is
+/// sure to go ahead: marked `live` again when it does not. (A killed grove
+/// leaves that to discovery, which marks `live` a `removing` entry whose
+/// worktree is still there.)
+struct MarkedRemoving {
+    main_root: PathBuf,
+    dirs: Vec<PathBuf>,
+    armed: bool,
+}
+
+impl MarkedRemoving {
+    fn new(main_root: &Path, dirs: Vec<PathBuf>) -> Self {
+        MarkedRemoving {
+            main_root: main_root.to_path_buf(),
+            dirs,
+            armed: true,
+        }
+    }
+
+    /// The removal goes ahead: the entries stay `removing`.
+    fn go_ahead(mut self) -> Vec<PathBuf> {
+        self.armed = false;
+        std::mem::take(&mut self.dirs)
+    }
+}
+
+impl Drop for MarkedRemoving {
+    fn drop(&mut self) {
+        if !self.armed || self.dirs.is_empty() {
+            return;
+        }
+        if let Ok(_lock) = cache::lock(&self.main_root) {
+            for dir in &self.dirs {
+                let _ = cache::mark_at(dir, CacheState::Live);
+            }
+        }
+    }
+}
+
 /// The refusals that look at the worktree: `--purge` of threads not asked
-/// for, and work that exists nowhere else (unless `--force`).
-fn checks(
+/// for, and work that exists nowhere else (unless `--force`). `alongside`
+/// runs while git looks at the files.
+fn checks<T: Send>(
     repo: &Repo,
     found: &Found,
     wt: &Path,
     threads: &[String],
     options: RemoveOptions,
-) -> Result<()> {
+    alongside: impl FnOnce() -> T + Send,
+) -> (Result<()>, T) {
     if options.purge && threads.len() > 1 && !options.force {
-        return Err(Error::Refused(format!(
-            "{} holds {} threads, and --purge would delete every one: {}. Pass --force to drop \
-             them all, or leave out --purge to keep them in grove's cache",
-            wt.display(),
-            threads.len(),
-            threads.join(", ")
-        )));
+        return (
+            Err(Error::Refused(format!(
+                "{} holds {} threads, and --purge would delete every one: {}. Pass --force to \
+                 drop them all, or leave out --purge to keep them in grove's cache",
+                wt.display(),
+                threads.len(),
+                threads.join(", ")
+            ))),
+            alongside(),
+        );
     }
     if options.force {
-        return Ok(());
+        return (Ok(()), alongside());
     }
-    let reasons = unsafe_reasons(repo, found)?;
-    if reasons.is_empty() {
-        return Ok(());
-    }
-    Err(Error::Refused(format!(
-        "not removing {}: {}. Commit and push (or merge) the work, or pass --force",
-        wt.display(),
-        reasons.join("; ")
-    )))
+    let (reasons, beside) = unsafe_reasons_alongside(repo, found, alongside);
+    let checked = reasons.and_then(|reasons| {
+        if reasons.is_empty() {
+            return Ok(());
+        }
+        Err(Error::Refused(format!(
+            "not removing {}: {}. Commit and push (or merge) the work, or pass --force",
+            wt.display(),
+            reasons.join("; ")
+        )))
+    });
+    (checked, beside)
 }
 
 /// Drops the `info/exclude` entry older versions wrote for the thread's
@@ -432,7 +510,7 @@ fn settle_cache(
     }
     let _lock = cache::lock(&found.repo_root)?;
     for dir in cached {
-        cache::mark_removed_at(dir)?;
+        cache::mark_at(dir, CacheState::Removed)?;
     }
     Ok(())
 }
@@ -564,32 +642,44 @@ fn save_threads(found: &Found, wt: &Path, threads: &[String]) -> Result<Vec<Path
 /// Sets the worktree directory aside (a rename beside it), then at once,
 /// side by side: git forgets it (`git worktree remove` of a directory that
 /// is gone only drops git's entry), grove's branch is deleted (two git
-/// processes), and the files are deleted. grove's own checks, which look
-/// into submodules too, have passed: git's, which would walk the files
-/// again, are not needed, and the files hold nothing unsaved whatever git
-/// answers. A directory already gone is pruned. Whether the branch was
-/// deleted.
+/// processes), and the files are deleted, then `meanwhile` runs, before
+/// git's answers are waited for. grove's own checks, which look into
+/// submodules too, have passed: git's, which would walk the files again,
+/// are not needed, and the files hold nothing unsaved whatever git answers.
+/// A directory already gone is pruned. Whether the branch was deleted.
 fn remove_worktree_and_branch(
     repo: &Repo,
     wt: &Path,
     plan: &BranchPlan,
     background: bool,
+    meanwhile: impl FnOnce() -> Result<()>,
 ) -> Result<bool> {
+    // Looked at here, where this thread's handle on the repository is open.
+    let delete = match (&plan.delete, &plan.tip) {
+        (Some(branch), Some(tip)) if !checked_out_elsewhere(repo, branch, Some(wt))? => {
+            Some((branch, tip))
+        }
+        _ => None,
+    };
     let aside = set_aside(wt)?;
     // The branch goes only once the worktree is out of the way: a failed
-    // rename leaves both as they were.
-    let (unregistered, branch_deleted, files_deleted) = std::thread::scope(|scope| {
-        let branch = scope.spawn(|| match (&plan.delete, &plan.tip) {
-            (Some(branch), Some(tip)) => delete_branch_leaving(repo, branch, tip, Some(wt)),
-            _ => Ok(false),
-        });
-        let files = aside.map(|aside| scope.spawn(move || aside.delete(background)));
-        let unregistered = unregister(repo, wt);
-        let files_deleted = files.map_or(Ok(()), joined);
-        (unregistered, joined(branch), files_deleted)
-    });
+    // rename leaves both as they were. Both git processes run while this
+    // thread deletes the files.
+    let branch = delete.map(|(branch, tip)| (branch, start_branch_deletion(repo, branch, tip)));
+    let path = wt.to_string_lossy();
+    let unregistering = repo
+        .git
+        .start(&repo.main_root, &["worktree", "remove", &path], false);
+    let files_deleted = aside.map_or(Ok(()), |aside| aside.delete(background));
+    let meanwhile = meanwhile();
+    let unregistered = unregistering.and_then(|git| unregistered(repo, git));
+    let branch_deleted = match branch {
+        Some((branch, started)) => started.and_then(|git| branch_deleted(repo, branch, git)),
+        None => Ok(false),
+    };
     unregistered?;
     files_deleted?;
+    meanwhile?;
     branch_deleted
 }
 
@@ -606,14 +696,10 @@ fn set_aside(wt: &Path) -> Result<Option<crate::trash::Aside>> {
     crate::trash::set_aside(wt, wt.parent().unwrap_or(wt))
 }
 
-/// git forgets the worktree whose directory is gone.
-fn unregister(repo: &Repo, wt: &Path) -> Result<()> {
-    let path = wt.to_string_lossy();
-    if repo
-        .git
-        .output(&repo.main_root, &["worktree", "remove", &path])?
-        .success
-    {
+/// git forgot the worktree whose directory is gone (`git worktree remove`
+/// was started as `git`), or is made to now.
+fn unregistered(repo: &Repo, git: Running) -> Result<()> {
+    if git.output()?.success {
         return Ok(());
     }
     // A git that refuses a worktree whose directory is gone, or an entry
@@ -675,33 +761,38 @@ fn branch_plan(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Bra
 /// Deletes `branch` if it still points at `tip` (git checks it atomically)
 /// and is checked out nowhere; returns whether it did.
 pub(crate) fn delete_branch(repo: &Repo, branch: &str, tip: &str) -> Result<bool> {
-    delete_branch_leaving(repo, branch, tip, None)
+    if checked_out_elsewhere(repo, branch, None)? {
+        return Ok(false);
+    }
+    let git = start_branch_deletion(repo, branch, tip)?;
+    branch_deleted(repo, branch, git)
 }
 
-/// [`delete_branch`], the worktree at `leaving` (being unregistered at the
-/// same moment, its directory already set aside) not counting as one that
-/// has the branch checked out.
-fn delete_branch_leaving(
-    repo: &Repo,
-    branch: &str,
-    tip: &str,
-    leaving: Option<&Path>,
-) -> Result<bool> {
-    if repo
+/// Whether a worktree other than `leaving` (being unregistered, its
+/// directory already set aside) has `branch` checked out.
+fn checked_out_elsewhere(repo: &Repo, branch: &str, leaving: Option<&Path>) -> Result<bool> {
+    Ok(repo
         .worktrees()?
         .iter()
         .filter(|w| Some(w.path.as_path()) != leaving)
-        .any(|w| w.branch.as_deref() == Some(branch))
-    {
-        return Ok(false);
-    }
+        .any(|w| w.branch.as_deref() == Some(branch)))
+}
+
+/// Starts `git update-ref -d` of `branch` if it still points at `tip` (git
+/// checks it atomically).
+fn start_branch_deletion(repo: &Repo, branch: &str, tip: &str) -> Result<Running> {
     let r = format!("refs/heads/{branch}");
-    let out = repo
-        .git
-        .output(&repo.main_root, &["update-ref", "-d", &r, tip])?;
+    repo.git
+        .start(&repo.main_root, &["update-ref", "-d", &r, tip], false)
+}
+
+/// Whether `git update-ref -d` (started as `git`) deleted `branch`; its
+/// failure is an error unless the branch is gone or was left as it moved.
+fn branch_deleted(repo: &Repo, branch: &str, git: Running) -> Result<bool> {
+    let out = git.output()?;
     if !out.success && !out.stderr.is_empty() && repo.branch_exists(branch)? {
         return Err(crate::Error::Git(format!(
-            "`git update-ref -d {r}` failed: {}",
+            "`git update-ref -d refs/heads/{branch}` failed: {}",
             out.stderr
         )));
     }

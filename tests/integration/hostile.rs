@@ -116,6 +116,47 @@ fn a_linked_thread_directory_or_assets_dir_is_refused() {
     assert!(!victim.join("messages.jsonl").exists());
 }
 
+/// A cache entry linked in from elsewhere is not read, whether the thread
+/// is looked up by its whole id (directly: refused by name) or found by
+/// listing.
+#[test]
+fn a_linked_cache_entry_is_not_read() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let v = new_task(&sb, &repo, &["cached task"]);
+    let id = v["threadId"].as_str().unwrap().to_string();
+    ok(sb.grove(&repo).args(["rm", &id]));
+    let cache = std::fs::read_dir(sb.grove_home().join("cache"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join(&id))
+        .find(|p| p.is_dir())
+        .unwrap();
+    let victim = sb.dir("victim-entry");
+    for file in std::fs::read_dir(&cache).unwrap() {
+        let file = file.unwrap().path();
+        std::fs::copy(&file, victim.join(file.file_name().unwrap())).unwrap();
+    }
+    let meta = victim.join("thread.json");
+    let text = std::fs::read_to_string(&meta).unwrap();
+    std::fs::write(&meta, text.replace("cached task", "planted title")).unwrap();
+    std::fs::remove_dir_all(&cache).unwrap();
+    symlink(&victim, &cache).unwrap();
+
+    for query in [id.as_str(), &id[..8]] {
+        let out = run(sb.grove(&repo).args(["show", query]));
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.status.success(), "{query}: {all}");
+        assert!(!all.contains("planted title"), "{query}: {all}");
+    }
+    // By its whole id, the link is named.
+    let err = fails_with(sb.grove(&repo).args(["show", &id]), 1);
+    assert!(err.contains("symbolic link"), "{err}");
+}
+
 #[test]
 fn a_committed_agent_link_makes_new_refuse_and_write_nothing_outside() {
     let sb = Sandbox::new();

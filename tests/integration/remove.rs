@@ -322,6 +322,41 @@ fn an_interrupted_rm_is_finished_by_the_next_list() {
     assert!(!worktree_paths(&sb, &repo).contains(&t.wt), "pruned");
 }
 
+/// rm saves the threads (as `removing`) while it checks; a refusal marks
+/// them live again, whichever check refused.
+#[test]
+fn a_refused_rm_leaves_its_threads_cached_as_live() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let t = task(&sb, &repo, "refused");
+    let record = walk_find(&sb.grove_home().join("cache"), &t.id).join("cache.json");
+    let state = || read_json(&record)["state"].clone();
+    assert_eq!(state(), "live");
+
+    std::fs::write(t.wt.join("README.md"), "changed").unwrap();
+    fails_with(sb.grove(&repo).args(["rm", &t.id]), 1);
+    assert_eq!(state(), "live", "refused for uncommitted work");
+    sb.git(&t.wt, &["checkout", "README.md"]);
+
+    // Refused after the checks passed: a process at work in the worktree.
+    #[cfg(target_os = "linux")]
+    {
+        let mut sleeper = std::process::Command::new("sleep")
+            .arg("60")
+            .current_dir(&t.wt)
+            .spawn()
+            .unwrap();
+        let err = fails_with(sb.grove(&repo).args(["rm", &t.id]), 1);
+        sleeper.kill().unwrap();
+        sleeper.wait().unwrap();
+        assert!(err.contains("process"), "{err}");
+        assert_eq!(state(), "live", "refused for a process at work");
+    }
+
+    ok(sb.grove(&repo).args(["rm", &t.id]));
+    assert_eq!(state(), "removed");
+}
+
 fn walk_find(root: &std::path::Path, name: &str) -> PathBuf {
     for repo in std::fs::read_dir(root).unwrap() {
         let candidate = repo.unwrap().path().join(name);

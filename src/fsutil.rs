@@ -525,3 +525,86 @@ pub fn remove_temps_older_than(dir: &Path, age: std::time::Duration) -> Result<V
     }
     Ok(removed)
 }
+
+/// The names of the directories (links to them left out) in `dir` that
+/// start with `prefix`; an unreadable `dir` has none. The other entries are
+/// passed over by their raw name, without an allocation each: a store of
+/// 10,000 threads is listed to find one by a short prefix.
+#[cfg(unix)]
+pub fn subdir_names_starting(dir: &Path, prefix: &str) -> Vec<String> {
+    use nix::dir::{Dir, Type};
+    use nix::fcntl::OFlag;
+    use nix::sys::stat::Mode;
+
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+    let Ok(mut listing) = Dir::open(dir, flags, Mode::empty()) else {
+        return Vec::new();
+    };
+    let mut names = Vec::new();
+    for entry in listing.iter().flatten() {
+        let raw = entry.file_name().to_bytes();
+        if !raw.starts_with(prefix.as_bytes()) || raw == b"." || raw == b".." {
+            continue;
+        }
+        let Ok(name) = std::str::from_utf8(raw) else {
+            continue;
+        };
+        let is_dir = match entry.file_type() {
+            Some(kind) => kind == Type::Directory,
+            // A filesystem that does not say: asked, without following.
+            None => std::fs::symlink_metadata(dir.join(name)).is_ok_and(|m| m.is_dir()),
+        };
+        if is_dir {
+            names.push(name.to_string());
+        }
+    }
+    names
+}
+
+/// The names of the directories (links to them left out) in `dir` that
+/// start with `prefix`; an unreadable `dir` has none.
+#[cfg(not(unix))]
+pub fn subdir_names_starting(dir: &Path, prefix: &str) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .as_encoded_bytes()
+                .starts_with(prefix.as_bytes())
+        })
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Directories only (a link to one, a file or a name that is not
+    /// UTF-8 is left out), and only those starting with the prefix.
+    #[test]
+    #[cfg(unix)]
+    fn subdir_names_are_real_directories_starting_with_the_prefix() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        for name in ["abc-1", "abc-2", "abd-3", "xyz"] {
+            std::fs::create_dir(d.join(name)).expect("mkdir");
+        }
+        std::fs::write(d.join("abc-file"), "f").expect("file");
+        std::os::unix::fs::symlink(d.join("abc-1"), d.join("abc-link")).expect("link");
+        let odd = std::ffi::OsStr::from_bytes(b"abc-\xff");
+        std::fs::create_dir(d.join(odd)).expect("mkdir");
+
+        let mut names = subdir_names_starting(d, "abc");
+        names.sort();
+        assert_eq!(names, ["abc-1", "abc-2"]);
+        let mut all = subdir_names_starting(d, "");
+        all.sort();
+        assert_eq!(all, ["abc-1", "abc-2", "abd-3", "xyz"]);
+        assert!(subdir_names_starting(&d.join("missing"), "").is_empty());
+    }
+}

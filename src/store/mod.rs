@@ -304,19 +304,11 @@ impl Store {
     /// [`Store::thread_dir_names`] that start with `prefix`: the others are
     /// passed over by their raw name, nothing more.
     pub fn thread_dir_names_starting(&self, prefix: &str) -> Vec<String> {
-        let mut ids: Vec<String> = std::fs::read_dir(self.threads_dir())
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter(|e| {
-                e.file_name()
-                    .as_encoded_bytes()
-                    .starts_with(prefix.as_bytes())
-            })
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .filter_map(|e| e.file_name().into_string().ok())
-            .filter(|n| validate_thread_id(n).is_ok())
-            .collect();
+        let mut ids: Vec<String> =
+            crate::fsutil::subdir_names_starting(&self.threads_dir(), prefix)
+                .into_iter()
+                .filter(|n| validate_thread_id(n).is_ok())
+                .collect();
         ids.sort();
         ids
     }

@@ -356,6 +356,9 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
         &crate::hooks::Silent,
     )?;
     let processes = processes_gone(&wt, options, scanned)?;
+    // Looked at last before anything is removed, where the repository is
+    // already open.
+    let branch_plan = branch_plan.unless_checked_out_elsewhere(repo, &wt)?;
     // The threads are saved before anything is removed.
     let cached = match saved {
         Some(marked) => marked,
@@ -654,13 +657,7 @@ fn remove_worktree_and_branch(
     background: bool,
     meanwhile: impl FnOnce() -> Result<()>,
 ) -> Result<bool> {
-    // Looked at here, where this thread's handle on the repository is open.
-    let delete = match (&plan.delete, &plan.tip) {
-        (Some(branch), Some(tip)) if !checked_out_elsewhere(repo, branch, Some(wt))? => {
-            Some((branch, tip))
-        }
-        _ => None,
-    };
+    let delete = plan.delete.as_ref().zip(plan.tip.as_ref());
     let aside = set_aside(wt)?;
     // The branch goes only once the worktree is out of the way: a failed
     // rename leaves both as they were. Both git processes run while this
@@ -715,6 +712,21 @@ struct BranchPlan {
     tip: Option<String>,
     /// Why it is kept, when it is.
     kept: Option<String>,
+}
+
+impl BranchPlan {
+    /// The plan, the branch kept when a worktree other than `wt` (the one
+    /// being removed) has it checked out.
+    fn unless_checked_out_elsewhere(self, repo: &Repo, wt: &Path) -> Result<BranchPlan> {
+        match &self.delete {
+            Some(branch) if checked_out_elsewhere(repo, branch, Some(wt))? => Ok(BranchPlan {
+                kept: Some(format!("{branch} is checked out in another worktree")),
+                delete: None,
+                tip: None,
+            }),
+            _ => Ok(self),
+        }
+    }
 }
 
 fn branch_plan(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<BranchPlan> {

@@ -322,6 +322,24 @@ fn an_interrupted_rm_is_finished_by_the_next_list() {
     assert!(!worktree_paths(&sb, &repo).contains(&t.wt), "pruned");
 }
 
+/// grove's branch checked out in another worktree is kept, and rm says so.
+#[test]
+fn a_branch_checked_out_in_another_worktree_is_kept() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let t = task(&sb, &repo, "moved");
+    sb.git(&t.wt, &["switch", "-q", "-c", "elsewhere"]);
+    let other = sb.path().join("other-worktree");
+    sb.git(&repo, &["worktree", "add", "-q", other.to_str().unwrap(), &t.branch]);
+    let out = json(&ok(sb.grove(&repo).args(["rm", &t.id, "--json"])));
+    assert_eq!(out["branchDeleted"], false, "{out}");
+    let kept = out["branchKept"].as_str().unwrap_or_default();
+    assert!(kept.contains("checked out in another worktree"), "{out}");
+    assert!(branches(&sb, &repo).contains(&t.branch));
+    assert!(other.join(".git").exists(), "the other worktree is untouched");
+    assert!(!t.wt.exists());
+}
+
 /// rm saves the threads (as `removing`) while it checks; a refusal marks
 /// them live again, whichever check refused.
 #[test]

@@ -337,15 +337,7 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
     // thread), the look into /proc and the save to the cache run alongside
     // the checks.
     let early = teardown_commands.is_empty();
-    let (checked, (scanned, saved)) = checks(repo, found, &wt, &threads, options, || {
-        let scanned = early.then(|| super::processes::in_dir(&wt));
-        let saved = (early && !options.purge).then(|| save_threads(found, &wt, &threads));
-        (scanned, saved)
-    });
-    // Saved as `removing`: marked `live` again when anything below refuses.
-    let saved = saved.map(|dirs| dirs.map(|d| MarkedRemoving::new(&found.repo_root, d)));
-    checked?;
-    let saved = saved.transpose()?;
+    let (scanned, saved) = checked_and_saved(repo, found, &wt, &threads, options, early)?;
     let branch_plan = branch_plan(repo, found, options)?;
     let teardown = super::teardown::run(
         repo,
@@ -402,6 +394,31 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
         teardown,
         processes,
     })
+}
+
+/// [`checks`], with the look into /proc and the save of the threads to the
+/// cache alongside when `early`. Returns the processes found and the
+/// threads saved (`None`: not looked for, not saved).
+fn checked_and_saved(
+    repo: &Repo,
+    found: &Found,
+    wt: &Path,
+    threads: &[String],
+    options: RemoveOptions,
+    early: bool,
+) -> Result<(
+    Option<Vec<super::processes::Holder>>,
+    Option<MarkedRemoving>,
+)> {
+    let (checked, (scanned, saved)) = checks(repo, found, wt, threads, options, || {
+        let scanned = early.then(|| super::processes::in_dir(wt));
+        let saved = (early && !options.purge).then(|| save_threads(found, wt, threads));
+        (scanned, saved)
+    });
+    // Saved as `removing`: marked `live` again when anything refuses.
+    let saved = saved.map(|dirs| dirs.map(|d| MarkedRemoving::new(&found.repo_root, d)));
+    checked?;
+    Ok((scanned, saved.transpose()?))
 }
 
 /// Cache entries saved with the state `removing` before the removal is

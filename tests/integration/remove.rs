@@ -330,13 +330,19 @@ fn a_branch_checked_out_in_another_worktree_is_kept() {
     let t = task(&sb, &repo, "moved");
     sb.git(&t.wt, &["switch", "-q", "-c", "elsewhere"]);
     let other = sb.path().join("other-worktree");
-    sb.git(&repo, &["worktree", "add", "-q", other.to_str().unwrap(), &t.branch]);
+    sb.git(
+        &repo,
+        &["worktree", "add", "-q", other.to_str().unwrap(), &t.branch],
+    );
     let out = json(&ok(sb.grove(&repo).args(["rm", &t.id, "--json"])));
     assert_eq!(out["branchDeleted"], false, "{out}");
     let kept = out["branchKept"].as_str().unwrap_or_default();
     assert!(kept.contains("checked out in another worktree"), "{out}");
     assert!(branches(&sb, &repo).contains(&t.branch));
-    assert!(other.join(".git").exists(), "the other worktree is untouched");
+    assert!(
+        other.join(".git").exists(),
+        "the other worktree is untouched"
+    );
     assert!(!t.wt.exists());
 }
 

@@ -3,6 +3,7 @@
 //! and no message is lost.
 
 use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -200,7 +201,10 @@ fn assert_clean(sb: &Sandbox, repo: &Path) {
     for b in branches(sb, repo) {
         assert!(
             b == "main" || recorded.contains(&b.as_str()),
-            "branch {b} without a task"
+            "branch {b} without a task\nrows: {rows:#?}\ngc: {}\n{}\nworktrees: {:?}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            worktree_paths(sb, repo),
         );
     }
     for root in [repo.to_path_buf(), sb.grove_home()] {
@@ -239,6 +243,52 @@ fn with_messages(sb: &Sandbox, repo: &Path, id: &str, n: usize) {
         })
         .collect();
     append_stdin(sb, repo, id, &input);
+}
+
+/// A `git worktree add` killed half-way leaves an entry (locked while
+/// "initializing", an empty `commondir`) that makes git fail every
+/// worktree command. When one
+/// appears while `new` makes its task (here: a failing `post-checkout`
+/// hook makes it, as a dying git would), `new` cannot delete the branch it
+/// made, and leaves its intent open for `gc` instead of a branch nothing
+/// records.
+#[test]
+fn a_new_that_cannot_undo_its_branch_leaves_it_to_gc() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let half = repo.join(".git/worktrees/half");
+    let hook = repo.join(".git/hooks/post-checkout");
+    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\nmkdir -p '{h}'\necho initializing > '{h}/locked'\n\
+             echo /nowhere/.git > '{h}/gitdir'\necho 'ref: refs/heads/gone' > '{h}/HEAD'\n\
+             : > '{h}/commondir'\nexit 1\n",
+            h = half.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    fails_with(sb.grove(&repo).args(["new", "blocked"]), 1);
+    let made: Vec<String> = std::fs::read_dir(repo.join(".git/refs/heads/grove"))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(made.len(), 1, "git made the branch: {made:?}");
+
+    // The half-made entry goes (its own killed run's intent, or the user).
+    std::fs::remove_dir_all(&half).unwrap();
+    std::fs::remove_file(&hook).unwrap();
+    let out = json(&ok(sb.grove(&repo).args(["gc", "--yes", "--json"])));
+    let actions = out["leftovers"].to_string();
+    assert!(actions.contains(&format!("grove/{}", made[0])), "{out}");
+    assert_eq!(branches(&sb, &repo), ["main"]);
+    assert_eq!(worktree_paths(&sb, &repo).len(), 1);
 }
 
 const KILLS: usize = 50;

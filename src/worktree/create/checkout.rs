@@ -28,8 +28,13 @@ impl Made<'_> {
 }
 
 impl Drop for Made<'_> {
+    /// Undoes what was made. What could not be undone (git refuses while
+    /// another worktree entry is half-written by a killed git, for one)
+    /// leaves the intent open, for `gc` to finish, instead of a branch or a
+    /// worktree entry that nothing records.
     fn drop(&mut self) {
         let root = &self.repo.main_root;
+        let mut undone = true;
         if let Some(wt) = &self.worktree {
             let path = wt.to_string_lossy();
             let _ = self
@@ -39,12 +44,24 @@ impl Drop for Made<'_> {
             if std::fs::symlink_metadata(wt).is_ok() {
                 let _ = std::fs::remove_dir_all(wt);
             }
-            let _ = self.repo.git.output(root, &["worktree", "prune"]);
+            let pruned = self
+                .repo
+                .git
+                .output(root, &["worktree", "prune"])
+                .is_ok_and(|out| out.success);
+            undone &= pruned && std::fs::symlink_metadata(wt).is_err();
         }
         if let Some(branch) = &self.branch {
-            let _ = self.repo.git.output(root, &["branch", "-D", branch]);
+            let deleted = self
+                .repo
+                .git
+                .output(root, &["branch", "-D", branch])
+                .is_ok_and(|out| out.success);
+            undone &= deleted || !self.repo.branch_exists(branch).unwrap_or(true);
         }
-        if let Some(step) = self.step.take() {
+        if let Some(step) = self.step.take()
+            && undone
+        {
             step.undone();
         }
     }
@@ -110,7 +127,9 @@ pub(super) fn add_worktree<'a>(repo: &'a Repo, plan: &Plan) -> Result<Made<'a>> 
     });
     let added = added?;
     made.worktree = Some(plan.dir.clone());
-    if plan.create_branch && repo.branch_exists(&plan.branch)? {
+    // A branch that cannot be looked at may have been made: the rollback
+    // tries to delete it.
+    if plan.create_branch && repo.branch_exists(&plan.branch).unwrap_or(true) {
         made.branch = Some(plan.branch.clone());
     }
     if !added.success {

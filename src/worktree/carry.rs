@@ -73,19 +73,7 @@ pub struct Carried {
 
 /// Reads the uncommitted changes of the worktree at `source`.
 pub fn changes(git: &Git, source: &Path) -> Result<Changes> {
-    let out = git.bytes(
-        source,
-        &[
-            "status",
-            "--porcelain=v1",
-            "-z",
-            "--untracked-files=all",
-            "--ignore-submodules=none",
-            "--no-renames",
-        ],
-        None,
-        true,
-    )?;
+    let out = git.bytes(source, &super::STATUS_OF_EVERY_CHANGE, None, true)?;
     Ok(parse_status(&out))
 }
 

@@ -24,6 +24,19 @@ pub(crate) use repo::is_dirty_among_many;
 pub use repo::{Repo, WorktreeEntry, is_dirty, parse_worktree_list};
 pub use revive::{ReviveOptions, gone_worktree, needs_worktree_here, revive};
 
+/// `git status` of every uncommitted change of a worktree, one NUL-ended
+/// entry each: every untracked file (not only its directory), submodules'
+/// changes whatever the user's config says, no rename detection (a rename
+/// is a deletion and an addition). What `rm` checks and `fork` carries.
+pub(crate) const STATUS_OF_EVERY_CHANGE: [&str; 6] = [
+    "status",
+    "--porcelain=v1",
+    "-z",
+    "--untracked-files=all",
+    "--ignore-submodules=none",
+    "--no-renames",
+];
+
 /// Whether a path of a worktree (as git prints it, relative to its root) is
 /// one of grove's own: `.agent/threads/…` or `.agent/.grove/…`. Those are
 /// saved to the cache before a worktree is removed, so they are never

@@ -201,15 +201,9 @@ fn start_status(repo: &Repo, wt: &Path) -> Result<Option<Running>> {
     if !intact(wt) {
         return Ok(None);
     }
-    let args = [
-        "status",
-        "--porcelain=v1",
-        "-z",
-        "--untracked-files=all",
-        "--ignore-submodules=none",
-        "--no-renames",
-    ];
-    repo.git.start(wt, &args, true).map(Some)
+    repo.git
+        .start(wt, &super::STATUS_OF_EVERY_CHANGE, true)
+        .map(Some)
 }
 
 /// Uncommitted paths of the worktree as its `status` lists them, leaving

@@ -126,11 +126,7 @@ fn a_linked_cache_entry_is_not_read() {
     let v = new_task(&sb, &repo, &["cached task"]);
     let id = v["threadId"].as_str().unwrap().to_string();
     ok(sb.grove(&repo).args(["rm", &id]));
-    let cache = std::fs::read_dir(sb.grove_home().join("cache"))
-        .unwrap()
-        .map(|e| e.unwrap().path().join(&id))
-        .find(|p| p.is_dir())
-        .unwrap();
+    let cache = sb.cache_entry(&id);
     let victim = sb.dir("victim-entry");
     for file in std::fs::read_dir(&cache).unwrap() {
         let file = file.unwrap().path();

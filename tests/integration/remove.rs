@@ -311,7 +311,7 @@ fn an_interrupted_rm_is_finished_by_the_next_list() {
     let repo = sb.repo("app");
     let t = task(&sb, &repo, "interrupted");
     // What `rm` leaves if killed right after caching and deleting the directory.
-    let cache_record = walk_find(&sb.grove_home().join("cache"), &t.id).join("cache.json");
+    let cache_record = sb.cache_entry(&t.id).join("cache.json");
     let mut record = read_json(&cache_record);
     record["state"] = json!("removing");
     std::fs::write(&cache_record, serde_json::to_vec(&record).unwrap()).unwrap();
@@ -353,7 +353,7 @@ fn a_refused_rm_leaves_its_threads_cached_as_live() {
     let sb = Sandbox::new();
     let repo = sb.repo("app");
     let t = task(&sb, &repo, "refused");
-    let record = walk_find(&sb.grove_home().join("cache"), &t.id).join("cache.json");
+    let record = sb.cache_entry(&t.id).join("cache.json");
     let state = || read_json(&record)["state"].clone();
     assert_eq!(state(), "live");
 
@@ -379,16 +379,6 @@ fn a_refused_rm_leaves_its_threads_cached_as_live() {
 
     ok(sb.grove(&repo).args(["rm", &t.id]));
     assert_eq!(state(), "removed");
-}
-
-fn walk_find(root: &std::path::Path, name: &str) -> PathBuf {
-    for repo in std::fs::read_dir(root).unwrap() {
-        let candidate = repo.unwrap().path().join(name);
-        if candidate.is_dir() {
-            return candidate;
-        }
-    }
-    panic!("{name} not in {}", root.display());
 }
 
 #[test]
@@ -607,7 +597,7 @@ fn a_refresh_that_finds_nothing_new_leaves_the_cache_record_as_it_was() {
     let sb = Sandbox::new();
     let repo = sb.repo("app");
     let t = task(&sb, &repo, "untouched");
-    let record = walk_find(&sb.grove_home().join("cache"), &t.id).join("cache.json");
+    let record = sb.cache_entry(&t.id).join("cache.json");
     ok(sb.grove(&repo).args(["list", "--json"]));
     let before = std::fs::read(&record).unwrap();
     // The directory's time moves on; its files do not change.

@@ -39,6 +39,18 @@ impl Sandbox {
         self.path().join("grove-home")
     }
 
+    /// The cache entry of thread `id`, whichever repository it belongs to.
+    pub fn cache_entry(&self, id: &str) -> PathBuf {
+        let root = self.grove_home().join("cache");
+        for repo in std::fs::read_dir(&root).unwrap() {
+            let candidate = repo.unwrap().path().join(id);
+            if candidate.is_dir() {
+                return candidate;
+            }
+        }
+        panic!("{id} not in {}", root.display());
+    }
+
     /// Applies the hermetic environment to `cmd`.
     pub fn env(&self, cmd: &mut Command) {
         let root = self.path();

@@ -333,14 +333,27 @@ pub(crate) fn set_state_at(dir: &Path, state: CacheState) -> Result<()> {
     write_record(dir, &record)
 }
 
-/// Moves the cache entry `dir` between `removing` and `removed` or `live`
-/// without waiting for the disk: should a power cut bring back the older
-/// state, discovery settles it from what it finds (a worktree gone:
-/// removed; still there: live). The caller holds the cache lock.
-pub(crate) fn mark_at(dir: &Path, state: CacheState) -> Result<()> {
-    let mut record = read_record(dir)?;
-    record.state = state;
-    write_record_unsynced(dir, &record)
+/// Moves the cache entries `dirs` of the repository at `main_root` between
+/// `removing` and `removed` or `live`, under the cache lock, without
+/// waiting for the disk: should a power cut bring back the older state,
+/// discovery settles it from what it finds (a worktree gone: removed; still
+/// there: live). Every entry is tried; the first error is returned.
+pub(crate) fn mark_all(main_root: &Path, dirs: &[PathBuf], state: CacheState) -> Result<()> {
+    if dirs.is_empty() {
+        return Ok(());
+    }
+    let _lock = lock(main_root)?;
+    let mut first = Ok(());
+    for dir in dirs {
+        let marked = read_record(dir).and_then(|mut record| {
+            record.state = state;
+            write_record_unsynced(dir, &record)
+        });
+        if first.is_ok() {
+            first = marked;
+        }
+    }
+    first
 }
 
 /// Adds another machine's thread (`grove pull`) to the cache, state

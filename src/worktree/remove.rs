@@ -443,13 +443,8 @@ impl MarkedRemoving {
 
 impl Drop for MarkedRemoving {
     fn drop(&mut self) {
-        if !self.armed || self.dirs.is_empty() {
-            return;
-        }
-        if let Ok(_lock) = cache::lock(&self.main_root) {
-            for dir in &self.dirs {
-                let _ = cache::mark_at(dir, CacheState::Live);
-            }
+        if self.armed {
+            let _ = cache::mark_all(&self.main_root, &self.dirs, CacheState::Live);
         }
     }
 }
@@ -522,11 +517,7 @@ fn settle_cache(
         }
         return cache::purge(&found.repo_root, id);
     }
-    let _lock = cache::lock(&found.repo_root)?;
-    for dir in cached {
-        cache::mark_at(dir, CacheState::Removed)?;
-    }
-    Ok(())
+    cache::mark_all(&found.repo_root, cached, CacheState::Removed)
 }
 
 /// No process may be at work in the worktree when it goes: refused with

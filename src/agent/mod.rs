@@ -102,12 +102,12 @@ impl AgentSpec {
         let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let (command, resume) = match native {
             Native::Claude => (
-                words(&["claude", "--session-id", "{sessionId}", "{prompt}"]),
-                words(&["claude", "--resume", "{sessionId}", "{prompt}"]),
+                words(&["claude", "--session-id", "{sessionId}", "--", "{prompt}"]),
+                words(&["claude", "--resume", "{sessionId}", "--", "{prompt}"]),
             ),
             Native::Codex => (
-                words(&["codex", "{prompt}"]),
-                words(&["codex", "resume", "{sessionId}", "{prompt}"]),
+                words(&["codex", "--", "{prompt}"]),
+                words(&["codex", "resume", "{sessionId}", "--", "{prompt}"]),
             ),
         };
         Some(AgentSpec {
@@ -146,26 +146,62 @@ pub fn resolve(id: &str, settings: &Settings) -> Result<AgentSpec> {
 
 const PROMPT: &str = "{prompt}";
 const SESSION: &str = "{sessionId}";
+/// Ends an agent's options: what follows is text, whatever it begins with.
+const END_OF_OPTIONS: &str = "--";
 
 /// `template` with its placeholders filled: an argument that is only a
 /// placeholder without a value is left out; inside a longer argument a
 /// missing value is empty. A command left without a program is an error.
+///
+/// A prompt is never an option, whoever wrote it (a repository's
+/// `initialPrompt`, a pulled thread's first message): an argument that
+/// begins with `-` only because of the text filled in is given as text —
+/// joined to the `--option` right before it (`--message=-x`), else after
+/// `--`, which ends the options. A session id that begins with `-` is
+/// refused.
 pub fn expand(
     template: &[String],
     prompt: Option<&str>,
     session: Option<&str>,
 ) -> Result<Vec<String>> {
     let prompt = prompt.filter(|p| !p.is_empty());
-    let mut argv = Vec::new();
-    for arg in template {
+    if let Some(s) = session.filter(|s| s.starts_with('-') || s.chars().any(char::is_control)) {
+        return Err(Error::Other(format!(
+            "{s:?} is not a session id; an agent's session id never begins with '-'"
+        )));
+    }
+    let mut argv: Vec<String> = Vec::new();
+    let mut options_ended = false;
+    for (i, arg) in template.iter().enumerate() {
         match arg.as_str() {
             PROMPT if prompt.is_none() => continue,
             SESSION if session.is_none() => continue,
-            _ => argv.push(
-                arg.replace(PROMPT, prompt.unwrap_or(""))
-                    .replace(SESSION, session.unwrap_or("")),
-            ),
+            _ => {}
         }
+        let value = arg
+            .replace(PROMPT, prompt.unwrap_or(""))
+            .replace(SESSION, session.unwrap_or(""));
+        if i > 0 && !options_ended && value.starts_with('-') && !arg.starts_with('-') {
+            // The leading dash is the prompt's: keep it from being parsed
+            // as an option of the agent.
+            match argv.last_mut() {
+                Some(option) if i > 1 && is_long_option(option) && *option == template[i - 1] => {
+                    option.push('=');
+                    option.push_str(&value);
+                    continue;
+                }
+                _ => {
+                    argv.push(END_OF_OPTIONS.to_string());
+                    options_ended = true;
+                }
+            }
+        }
+        options_ended |= i > 0 && value == END_OF_OPTIONS;
+        argv.push(value);
+    }
+    // `--` with nothing after it (no prompt this time) is left out.
+    if argv.len() > 1 && argv.last().is_some_and(|a| a == END_OF_OPTIONS) {
+        argv.pop();
     }
     if argv.first().is_none_or(|p| p.trim().is_empty()) {
         return Err(Error::Other(format!(
@@ -173,6 +209,11 @@ pub fn expand(
         )));
     }
     Ok(argv)
+}
+
+/// `--name`: an option that may take its value as `--name=value`.
+fn is_long_option(arg: &str) -> bool {
+    arg.len() > 2 && arg.starts_with("--") && !arg.contains('=')
 }
 
 #[cfg(test)]
@@ -201,5 +242,61 @@ mod tests {
             words(&["a", "--session-id", "--x="])
         );
         assert!(expand(&words(&["{prompt}"]), None, None).is_err());
+    }
+
+    #[test]
+    fn a_prompt_that_looks_like_an_option_is_given_as_text() {
+        let attack = Some("--dangerously-skip-permissions");
+        // Built in: the options end before the prompt.
+        let claude = AgentSpec::built_in("claude").unwrap();
+        assert_eq!(
+            expand(&claude.command, attack, Some("s1")).unwrap(),
+            words(&[
+                "claude",
+                "--session-id",
+                "s1",
+                "--",
+                "--dangerously-skip-permissions"
+            ])
+        );
+        let codex = AgentSpec::built_in("codex").unwrap();
+        assert_eq!(
+            expand(codex.resume.as_ref().unwrap(), attack, Some("s1")).unwrap(),
+            words(&[
+                "codex",
+                "resume",
+                "s1",
+                "--",
+                "--dangerously-skip-permissions"
+            ])
+        );
+        // No prompt: no dangling `--`.
+        assert_eq!(
+            expand(&claude.command, None, Some("s1")).unwrap(),
+            words(&["claude", "--session-id", "s1"])
+        );
+        // Configured: after `--`, or joined to the option it is the value of.
+        assert_eq!(
+            expand(&words(&["a", "{prompt}"]), Some("-rf"), None).unwrap(),
+            words(&["a", "--", "-rf"])
+        );
+        assert_eq!(
+            expand(&words(&["a", "--message", "{prompt}"]), Some("-rf"), None).unwrap(),
+            words(&["a", "--message=-rf"])
+        );
+        assert_eq!(
+            expand(&words(&["a", "{prompt} now"]), Some("--x"), None).unwrap(),
+            words(&["a", "--", "--x now"])
+        );
+        // A template's own options and plain prompts are as written.
+        assert_eq!(
+            expand(&words(&["a", "--message", "{prompt}"]), Some("fix"), None).unwrap(),
+            words(&["a", "--message", "fix"])
+        );
+        assert_eq!(
+            expand(&words(&["a", "--", "{prompt}"]), Some("-x"), None).unwrap(),
+            words(&["a", "--", "-x"])
+        );
+        assert!(expand(&claude.command, Some("hi"), Some("--version")).is_err());
     }
 }

@@ -143,14 +143,19 @@ impl Settings {
         Some(format!("sha256:{hex}"))
     }
 
-    /// The project's commands, for the trust question.
+    /// Every command the project's trust would allow, for the trust
+    /// question: each agent's start and resume templates (each word quoted
+    /// as a shell would need it, so the words cannot be misread) and the
+    /// notify command.
     pub fn project_commands(&self) -> Vec<String> {
-        let mut out: Vec<String> = self
-            .project
-            .agents
-            .iter()
-            .map(|(id, a)| format!("agent {id}: {}", a.command.join(" ")))
-            .collect();
+        let line = crate::shellquote::command_line;
+        let mut out = Vec::new();
+        for (id, a) in &self.project.agents {
+            out.push(format!("agent {id}: {}", line(&a.command)));
+            if let Some(resume) = &a.resume {
+                out.push(format!("agent {id} (resume): {}", line(resume)));
+            }
+        }
         out.extend(self.project.notify.iter().map(|n| format!("notify: {n}")));
         out
     }

@@ -77,8 +77,9 @@ fn new_launch_starts_claude_in_the_worktree_and_its_turns_land_in_the_thread() {
         .collect();
     assert_eq!(argv[0], "--session-id");
     let session = argv[1].to_string();
+    assert_eq!(argv[2], "--", "the options end before the prompt");
     assert_eq!(
-        argv[2], "Read AGENTS.md first.\n\nFix the login bug",
+        argv[3], "Read AGENTS.md first.\n\nFix the login bug",
         "the opening prompt: initialPrompt then --prompt"
     );
     assert_eq!(PathBuf::from(runs[0]["cwd"].as_str().unwrap()), wt);
@@ -268,7 +269,7 @@ fn codex_untrusted_is_captured_when_it_exits_and_trusted_as_it_goes() {
     );
     let wt = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim_end());
     let runs = sb.stub_runs();
-    assert_eq!(runs[0]["argv"], serde_json::json!(["Fix rounding"]));
+    assert_eq!(runs[0]["argv"], serde_json::json!(["--", "Fix rounding"]));
     let id = runs[0]["env"]["GROVE_THREAD"].as_str().unwrap().to_string();
     let (meta, messages) = thread_of(&wt, &id);
     assert_eq!(

@@ -27,6 +27,7 @@ mod large;
 mod live;
 mod loss;
 mod native;
+mod outside;
 mod parallel;
 mod ports;
 mod props;

@@ -363,7 +363,7 @@ fn resume_continues_a_claude_thread_in_a_session_written_for_it_and_adds_only_th
     assert_eq!(runs.len(), 2);
     let argv = argv_of(&runs[1]);
     assert_eq!(argv[0], "--resume", "{argv:?}");
-    assert_eq!(argv[2], "Now add docs");
+    assert_eq!(argv[2..], ["--", "Now add docs"], "{argv:?}");
     assert_eq!(PathBuf::from(runs[1]["cwd"].as_str().unwrap()), wt);
     let session = argv[1].clone();
 

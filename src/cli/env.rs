@@ -3,7 +3,8 @@
 use std::path::Path;
 
 use grove::project::Project;
-use grove::worktree::taskenv::{Placeholders, quoted};
+use grove::shellquote;
+use grove::worktree::taskenv::{Placeholders, refused_for_shell};
 
 use super::Output;
 
@@ -11,12 +12,19 @@ use super::Output;
 /// GROVE_WORKTREE, GROVE_BRANCH, its ports (GROVE_PORT, GROVE_PORT_1…) and
 /// the values of worktreeHooks.env with them filled in.
 ///
-/// `eval "$(grove env 1a2b)"` sets them in the current shell.
+/// `eval "$(grove env 1a2b)"` sets them in the current shell (fish:
+/// `grove env 1a2b --shell fish | source`). A key of worktreeHooks.env that
+/// is not a variable name, or that would change what the shell runs (PATH,
+/// PROMPT_COMMAND, LD_PRELOAD…), is an error naming it.
 #[derive(clap::Args)]
 pub struct Args {
     /// Thread id or a unique prefix of it.
     #[arg(add = super::complete::threads())]
     thread: String,
+
+    /// The shell the lines are for: values are quoted for it.
+    #[arg(long, value_enum, default_value_t = Shell::Sh)]
+    shell: Shell,
 
     /// Print them as one JSON object instead.
     #[arg(long)]
@@ -47,6 +55,14 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
             thread_id: found.meta.thread_id.clone(),
             worktree,
         };
+        if let Some(why) = env.keys().find_map(|k| refused_for_shell(k)) {
+            anyhow::bail!(
+                "worktreeHooks.env in {}: {why}; rename or remove the key",
+                grove::store::Store::for_project(&found.repo_root)
+                    .config_path()
+                    .display()
+            );
+        }
         vars.extend(values.values(&env));
     }
     if args.json {
@@ -57,17 +73,31 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         out.json(&serde_json::Value::Object(map))?;
     } else {
         for (k, v) in vars {
-            out.line(&format!("export {k}={}", shell_quoted(&v)))?;
+            out.line(&args.shell.set(&k, &v))?;
         }
     }
     Ok(super::exit::SUCCESS)
 }
 
-/// A value a POSIX shell reads back as it is: bare when plain, else in
-/// single quotes.
-fn shell_quoted(v: &str) -> String {
-    if quoted(v) == v {
-        return v.to_string();
+/// The shells `grove env` writes for.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Shell {
+    /// POSIX sh, also read by bash and zsh.
+    Sh,
+    Bash,
+    Zsh,
+    Fish,
+}
+
+impl Shell {
+    /// The line exporting `name` with `value`, which the shell reads back
+    /// exactly (`name` is a checked variable name).
+    fn set(self, name: &str, value: &str) -> String {
+        match self {
+            Shell::Sh | Shell::Bash | Shell::Zsh => {
+                format!("export {name}={}", shellquote::posix(value))
+            }
+            Shell::Fish => format!("set -gx {name} {}", shellquote::fish(value)),
+        }
     }
-    format!("'{}'", v.replace('\'', r"'\''"))
 }

@@ -170,12 +170,90 @@ pub fn env_file(
     ))
 }
 
-fn is_env_name(k: &str) -> bool {
+/// Whether `k` is a variable name a shell and a dotenv file accept.
+pub fn is_env_name(k: &str) -> bool {
     let mut chars = k.chars();
     chars
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Variables that make a shell, the dynamic loader or a common runtime run
+/// something other than what was typed (at the next prompt, at the next
+/// program started): a repository's `env` may not set them in the user's
+/// shell through `grove env`.
+const RUNS_CODE: &[&str] = &[
+    "PATH",
+    "IFS",
+    "ENV",
+    "BASH_ENV",
+    "CDPATH",
+    "HOME",
+    "SHELL",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "GLOBIGNORE",
+    "PROMPT_COMMAND",
+    "PS0",
+    "PS1",
+    "PS2",
+    "PS3",
+    "PS4",
+    "PROMPT",
+    "RPROMPT",
+    "RPS1",
+    "ZDOTDIR",
+    "FPATH",
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+    "MANPAGER",
+    "BROWSER",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "TERMINFO",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "PYTHONSTARTUP",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PERL5OPT",
+    "PERL5LIB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "SSH_ASKPASS",
+    "SUDO_ASKPASS",
+    "GCONV_PATH",
+];
+
+/// Prefixes of such variables: the loader's, git's (`GIT_SSH_COMMAND`,
+/// `GIT_EXEC_PATH`), exported shell functions, fish's own, and grove's
+/// (`GROVE_HOME` would move grove's data).
+const RUNS_CODE_PREFIXES: &[&str] = &["LD_", "DYLD_", "GIT_", "BASH_FUNC_", "fish_", "GROVE_"];
+
+/// Why `k` may not be set in the user's shell from a repository's `env`,
+/// if it may not: not a variable name, or a variable that changes what the
+/// shell or the programs it starts run.
+pub fn refused_for_shell(k: &str) -> Option<String> {
+    if !is_env_name(k) {
+        return Some(format!(
+            "{k:?} is not a variable name (letters, digits and _, not first a digit)"
+        ));
+    }
+    let upper = k.to_ascii_uppercase();
+    let runs_code = RUNS_CODE.contains(&k)
+        || RUNS_CODE_PREFIXES
+            .iter()
+            .any(|p| upper.starts_with(&p.to_ascii_uppercase()));
+    runs_code.then(|| {
+        format!(
+            "{k} changes what the shell or the programs it starts run, so a repository may not set it \
+             in your shell"
+        )
+    })
 }
 
 /// A value as dotenv files and shells read it: bare when plain, else in

@@ -110,3 +110,89 @@ fn trusting_an_agent_shows_its_resume_command_too() {
         "{said}"
     );
 }
+
+#[test]
+fn grove_env_checks_names_and_quotes_values_for_the_shell() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    write_config(
+        &repo,
+        serde_json::json!({"specVersion": "1.1", "worktreeHooks": {"env": {
+            "API_URL": "http://localhost:{port}/$(touch PWNED)'`x`",
+        }, "ports": 1}}),
+    );
+    let task = new_task(&sb, &repo, &["T"]);
+    let id = task["threadId"].as_str().unwrap();
+    // What eval runs sets the value as it is, and nothing else.
+    for (shell, flag) in [
+        ("sh", "sh"),
+        ("bash", "bash"),
+        ("zsh", "zsh"),
+        ("fish", "fish"),
+    ] {
+        if !needs(
+            shell,
+            which(shell),
+            "GROVE_SKIP_SHELLS",
+            &format!("apt-get install {shell}"),
+        ) {
+            continue;
+        }
+        let lines = ok(sb.grove(&repo).args(["env", id, "--shell", flag]));
+        let script = format!("eval {}\necho \"$API_URL\"\n", posix_word(&lines));
+        let script = if shell == "fish" {
+            format!("eval {}\necho \"$API_URL\"\n", fish_word(&lines))
+        } else {
+            script
+        };
+        let out = std::process::Command::new(shell)
+            .args(["-c", &script])
+            .current_dir(sb.path())
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            said.contains("/$(touch PWNED)'`x`"),
+            "{shell}: {lines} -> {said} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!sb.path().join("PWNED").exists(), "{shell} ran the value");
+    }
+    // A key that is not a variable name is an error naming it.
+    write_config(
+        &repo,
+        serde_json::json!({"specVersion": "1.1", "worktreeHooks": {"env": {
+            "A=1; touch PWNED; B": "x",
+        }}}),
+    );
+    let err = fails_with(sb.grove(&repo).args(["env", id]), 1);
+    assert!(err.contains("A=1; touch PWNED; B"), "{err}");
+    assert!(err.contains("not a variable name"), "{err}");
+    // So is one that makes the shell run something at its next prompt.
+    write_config(
+        &repo,
+        serde_json::json!({"specVersion": "1.1", "worktreeHooks": {"env": {
+            "PROMPT_COMMAND": "touch PWNED",
+        }}}),
+    );
+    let err = fails_with(sb.grove(&repo).args(["env", id]), 1);
+    assert!(err.contains("PROMPT_COMMAND"), "{err}");
+    assert!(!sb.path().join("PWNED").exists());
+}
+
+fn which(program: &str) -> bool {
+    std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// `text` as one single-quoted POSIX word.
+fn posix_word(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// `text` as one single-quoted fish word.
+fn fish_word(text: &str) -> String {
+    format!("'{}'", text.replace('\\', r"\\").replace('\'', r"\'"))
+}

@@ -71,7 +71,8 @@ pub fn write_session(thread: &Thread, native: Native, cwd: &Path) -> Result<Writ
     let id = new_session_id(native);
     let path = session_path(native, cwd, &id)?;
     let report = write_new(&path, |out| native::write(thread, native, &id, cwd, out))?;
-    record(thread, native, &id, &path)?;
+    let repo_root = crate::project::Project::discover(cwd)?.main_root;
+    record(thread, &repo_root, native, &id, &path)?;
     Ok(Written { path, report })
 }
 
@@ -117,7 +118,7 @@ fn exists(path: &Path) -> Error {
 /// `show` find nothing to catch up until the agent writes. The first
 /// capture then reads the file whole once and adds only the records whose
 /// message the thread lacks (what grove wrote carries the ids).
-fn record(thread: &Thread, native: Native, id: &str, path: &Path) -> Result<()> {
+fn record(thread: &Thread, repo_root: &Path, native: Native, id: &str, path: &Path) -> Result<()> {
     let len = std::fs::metadata(path).ctx("reading", path)?.len();
     let session = SessionRecord {
         agent: native.agent_id().to_string(),
@@ -127,6 +128,7 @@ fn record(thread: &Thread, native: Native, id: &str, path: &Path) -> Result<()> 
         exported: true,
         extra: Default::default(),
     };
+    capture::ledger::record(repo_root, thread.id(), &session)?;
     thread.update_meta(|meta| {
         capture::add_session(meta, &session);
         if let Some(entry) = capture::session_entry_mut(meta.metadata_mut(), id) {

@@ -29,6 +29,9 @@ pub struct Plan {
     pub spec: AgentSpec,
     pub thread: Thread,
     pub worktree: PathBuf,
+    /// The main worktree of the worktree's repository, which keys this
+    /// machine's record of the sessions it captures.
+    pub repo_root: PathBuf,
     pub argv: Vec<String>,
     pub program: PathBuf,
     /// The session id, when grove chooses it (or resumes it).
@@ -73,7 +76,9 @@ pub fn plan(thread: &Thread, worktree: &Path, spec: AgentSpec, options: &Options
     };
     let argv = super::expand(&template, opening.as_deref(), session.as_deref())?;
     let program = launch::program(&argv[0], &spec.id)?;
+    let repo_root = crate::project::Project::discover(worktree)?.main_root;
     Ok(Plan {
+        repo_root,
         capture: options.capture && spec.native.is_some(),
         spec,
         thread: thread.clone(),
@@ -153,14 +158,20 @@ pub fn run(plan: &Plan, grove: &Path) -> Result<Outcome> {
     })?;
     let mut caught_up = 0;
     if let Some(native) = plan.spec.native {
-        match capture::sync::catch_up(&plan.thread) {
+        match capture::sync::catch_up(&plan.thread, &plan.repo_root) {
             Ok((n, errors)) => {
                 caught_up += n;
                 problems.extend(errors);
             }
             Err(e) => problems.push(format!("capturing the session: {e}")),
         }
-        match capture::sync::adopt_since(&plan.thread, native, &plan.worktree, since) {
+        match capture::sync::adopt_since(
+            &plan.thread,
+            &plan.repo_root,
+            native,
+            &plan.worktree,
+            since,
+        ) {
             Ok((n, errors)) => {
                 caught_up += n;
                 problems.extend(errors);
@@ -198,6 +209,9 @@ fn prepare(plan: &Plan) -> Result<()> {
         exported: false,
         extra: Default::default(),
     });
+    if let Some(r) = &record {
+        capture::ledger::record(&plan.repo_root, plan.thread.id(), r)?;
+    }
     plan.thread.update_meta(|meta| {
         if let Some(r) = &record {
             capture::add_session(meta, r);

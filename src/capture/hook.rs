@@ -97,7 +97,7 @@ pub fn handle(req: &Request) -> Result<Handled> {
     let project = Project::discover(&cwd)?;
     let store = project.store();
     let session_id = req.input.session_id.clone();
-    let thread = target(&store, session_id.as_deref(), req)?;
+    let thread = target(&store, &project.main_root, session_id.as_deref(), req)?;
     let event = req
         .input
         .hook_event_name
@@ -128,7 +128,7 @@ pub fn handle(req: &Request) -> Result<Handled> {
             exported: false,
             extra: Default::default(),
         };
-        match super::sync::session(&thread, req.native, &record) {
+        match super::sync::session(&thread, &project.main_root, req.native, &record) {
             Ok(c) => {
                 added = c.added();
                 if let Some(s) = &c.summary {
@@ -172,13 +172,15 @@ pub fn handle(req: &Request) -> Result<Handled> {
 }
 
 /// The thread a hook call is for.
-fn target(store: &Store, session: Option<&str>, req: &Request) -> Result<Thread> {
+fn target(store: &Store, repo_root: &Path, session: Option<&str>, req: &Request) -> Result<Thread> {
     if let Some(session) = session {
         let listing = store.list()?;
+        // Which thread a session belongs to is this machine's record, not
+        // what a thread.json claims.
         if let Some(t) = listing
             .threads
             .iter()
-            .find(|t| super::find_session(&t.meta, session).is_some())
+            .find(|t| super::ledger::has(repo_root, t.thread.id(), session))
         {
             return Ok(t.thread.clone());
         }

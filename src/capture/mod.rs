@@ -20,6 +20,7 @@
 
 pub mod hook;
 pub mod install;
+pub mod ledger;
 pub mod state;
 pub mod sync;
 pub mod transcripts;

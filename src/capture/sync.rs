@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{SessionRecord, transcripts};
+use super::{SessionRecord, ledger, transcripts};
 use crate::agent::Native;
 use crate::error::{Error, Result};
 use crate::import::{self, Capture, Destination, Summary};
@@ -49,10 +49,19 @@ impl Captured {
     }
 }
 
-/// Records `session` on `thread` and imports what its transcript gained
-/// since the last capture. Waits at most [`LOCK_WAIT`] for another capture
-/// of the thread; the next capture catches up when this one gives up.
-pub fn session(thread: &Thread, native: Native, session: &SessionRecord) -> Result<Captured> {
+/// Records `session` on `thread` (in this machine's [`ledger`] and in
+/// `thread.json`) and imports what its transcript gained since the last
+/// capture. `session` must come from this machine (a hook of an agent
+/// running here, a launch, a session found in the task's worktree), never
+/// from a `thread.json`; `repo_root` is the main worktree of the thread's
+/// repository. Waits at most [`LOCK_WAIT`] for another capture of the
+/// thread; the next capture catches up when this one gives up.
+pub fn session(
+    thread: &Thread,
+    repo_root: &Path,
+    native: Native,
+    session: &SessionRecord,
+) -> Result<Captured> {
     let lock_path = lock_path(thread)?;
     let Some(_lock) = crate::fsutil::FileLock::acquire_within(&lock_path, LOCK_WAIT)? else {
         return Err(Error::Other(format!(
@@ -61,6 +70,7 @@ pub fn session(thread: &Thread, native: Native, session: &SessionRecord) -> Resu
             LOCK_WAIT.as_secs()
         )));
     };
+    ledger::record(repo_root, thread.id(), session)?;
     let mut captured = Captured::default();
     let known = thread.meta()?;
     if super::find_session(&known, &session.session_id).is_none()
@@ -143,21 +153,30 @@ pub fn behind(meta: &crate::atsf::ThreadMeta, session: &SessionRecord) -> bool {
     seen != Some(len)
 }
 
-/// Captures every session of `thread` whose transcript changed since its
-/// last capture (what the hooks missed). Returns messages added; a session
-/// that cannot be captured is named in the errors, the others go on.
-pub fn catch_up(thread: &Thread) -> Result<(u64, Vec<String>)> {
+/// Whether a session this machine captured into the thread of `meta` has
+/// more in its transcript than was captured.
+pub fn pending(repo_root: &Path, meta: &crate::atsf::ThreadMeta) -> bool {
+    ledger::sessions(repo_root, &meta.thread_id)
+        .iter()
+        .any(|s| behind(meta, s))
+}
+
+/// Captures every session this machine captured into `thread` whose
+/// transcript changed since (what the hooks missed). Returns messages
+/// added; a session that cannot be captured is named in the errors, the
+/// others go on.
+pub fn catch_up(thread: &Thread, repo_root: &Path) -> Result<(u64, Vec<String>)> {
     let meta = thread.meta()?;
     let mut added = 0;
     let mut errors = Vec::new();
-    for s in super::sessions(&meta) {
+    for s in ledger::sessions(repo_root, thread.id()) {
         if !behind(&meta, &s) {
             continue;
         }
         let Some(native) = Native::from_name(&s.agent) else {
             continue;
         };
-        match session(thread, native, &s) {
+        match session(thread, repo_root, native, &s) {
             Ok(c) => added += c.added(),
             Err(e) => errors.push(format!("session {}: {e}", s.session_id)),
         }
@@ -170,33 +189,29 @@ pub fn catch_up(thread: &Thread) -> Result<(u64, Vec<String>)> {
 /// hooks of an agent grove launched did not bring.
 pub fn adopt_since(
     thread: &Thread,
+    repo_root: &Path,
     native: Native,
     worktree: &Path,
     since: std::time::SystemTime,
 ) -> Result<(u64, Vec<String>)> {
-    let meta = thread.meta()?;
-    let others = sessions_of_siblings(thread);
+    let others = sessions_of_siblings(thread, repo_root);
     let mut added = 0;
     let mut errors = Vec::new();
     for found in transcripts::sessions_since(native, worktree, since) {
         if others.contains(&found.session_id) {
             continue;
         }
-        let record = super::find_session(&meta, &found.session_id).unwrap_or(SessionRecord {
+        // The transcript is where it was found here, whatever a
+        // thread.json says of that session.
+        let record = SessionRecord {
             agent: native.agent_id().to_string(),
             session_id: found.session_id.clone(),
             transcript: Some(found.transcript.to_string_lossy().into_owned()),
             started_at: crate::atsf::now_timestamp(),
             exported: false,
             extra: Default::default(),
-        });
-        let record = SessionRecord {
-            transcript: record
-                .transcript
-                .or_else(|| Some(found.transcript.to_string_lossy().into_owned())),
-            ..record
         };
-        match session(thread, native, &record) {
+        match session(thread, repo_root, native, &record) {
             Ok(c) => added += c.added(),
             Err(e) => errors.push(format!("session {}: {e}", found.session_id)),
         }
@@ -204,9 +219,10 @@ pub fn adopt_since(
     Ok((added, errors))
 }
 
-/// The sessions captured into the other threads of `thread`'s store: a
-/// session found in the worktree that is one of theirs is not adopted.
-fn sessions_of_siblings(thread: &Thread) -> std::collections::HashSet<String> {
+/// The sessions this machine captured into the other threads of
+/// `thread`'s store: a session found in the worktree that is one of theirs
+/// is not adopted.
+fn sessions_of_siblings(thread: &Thread, repo_root: &Path) -> std::collections::HashSet<String> {
     let Some(threads_dir) = thread.dir().parent() else {
         return Default::default();
     };
@@ -221,7 +237,7 @@ fn sessions_of_siblings(thread: &Thread) -> std::collections::HashSet<String> {
         .threads
         .iter()
         .filter(|t| t.thread.id() != thread.id())
-        .flat_map(|t| super::sessions(&t.meta))
+        .flat_map(|t| ledger::sessions(repo_root, t.thread.id()))
         .map(|s| s.session_id)
         .collect()
 }

@@ -248,13 +248,14 @@ fn sync(args: SyncArgs, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         .parse::<jiff::Timestamp>()
         .map(std::time::SystemTime::from)
         .unwrap_or(std::time::UNIX_EPOCH);
-    let (mut added, mut problems) = capture::sync::catch_up(&thread)?;
+    let (mut added, mut problems) = capture::sync::catch_up(&thread, &project.main_root)?;
     let natives: Vec<Native> = match Native::from_name(&meta.agent.id) {
         Some(n) => vec![n],
         None => vec![Native::Claude, Native::Codex],
     };
     for native in natives {
-        let (n, p) = capture::sync::adopt_since(&thread, native, &worktree, since)?;
+        let (n, p) =
+            capture::sync::adopt_since(&thread, &project.main_root, native, &worktree, since)?;
         added += n;
         problems.extend(p);
     }

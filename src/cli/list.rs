@@ -446,14 +446,10 @@ fn catch_up(threads: &mut [Found]) -> Vec<String> {
         {
             continue;
         }
-        let sessions = grove::capture::sessions(&f.meta);
-        if !sessions
-            .iter()
-            .any(|s| grove::capture::sync::behind(&f.meta, s))
-        {
+        if !grove::capture::sync::pending(&f.repo_root, &f.meta) {
             continue;
         }
-        match grove::capture::sync::catch_up(&f.thread) {
+        match grove::capture::sync::catch_up(&f.thread, &f.repo_root) {
             Ok((_, errors)) => warnings.extend(
                 errors
                     .into_iter()

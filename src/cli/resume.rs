@@ -75,7 +75,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     // Nothing is made or written for an agent that cannot start.
     grove::agent::launch::program(resume_cmd.first().map_or("", String::as_str), &spec.id)?;
     let (thread, worktree) = place(&project, &found, &args, out)?;
-    catch_up(&thread, out);
+    catch_up(&thread, &project.main_root, out);
     let written = resume::write_session(&thread, native, &worktree)?;
     report_written(out, &thread, native, &written);
     let options = session::Options {
@@ -126,8 +126,8 @@ fn place(
 
 /// What the agent's earlier sessions wrote and no capture brought yet goes
 /// into the thread first, so the session written is the whole thread.
-fn catch_up(thread: &Thread, out: &Output) {
-    match grove::capture::sync::catch_up(thread) {
+fn catch_up(thread: &Thread, repo_root: &Path, out: &Output) {
+    match grove::capture::sync::catch_up(thread, repo_root) {
         Ok((_, errors)) => {
             for e in errors {
                 out.warn(&e);

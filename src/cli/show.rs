@@ -47,7 +47,7 @@ pub struct Args {
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let project = Project::discover(cwd)?;
     let thread = discovery::find_thread(&project, &args.thread)?;
-    catch_up(&thread, out);
+    catch_up(&thread, &project.main_root, out);
     let meta = thread.meta()?;
     // Titles and existence of related threads need a look at all threads;
     // a thread without relationships does not pay for it.
@@ -88,7 +88,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         return Ok(super::exit::SUCCESS);
     }
     if args.follow {
-        return follow(&thread, &meta, graph.as_ref(), &project.root, &args, out);
+        return follow(&thread, &meta, graph.as_ref(), &project, &args, out);
     }
     let messages = thread.messages()?;
     let stdout = std::io::stdout().lock();
@@ -138,17 +138,14 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
 
 /// Brings in what a captured agent's transcript gained that the hooks did
 /// not bring (an untrusted Codex project, a hook that could not run).
-fn catch_up(thread: &grove::store::Thread, out: &Output) -> bool {
+fn catch_up(thread: &grove::store::Thread, repo_root: &Path, out: &Output) -> bool {
     let Ok(meta) = thread.meta() else {
         return false;
     };
-    let behind = grove::capture::sessions(&meta)
-        .iter()
-        .any(|s| grove::capture::sync::behind(&meta, s));
-    if !behind {
+    if !grove::capture::sync::pending(repo_root, &meta) {
         return false;
     }
-    match grove::capture::sync::catch_up(thread) {
+    match grove::capture::sync::catch_up(thread, repo_root) {
         Ok((n, errors)) => {
             for e in errors {
                 out.warn(&format!("capture: {e}"));
@@ -169,11 +166,12 @@ fn follow(
     thread: &grove::store::Thread,
     meta: &ThreadMeta,
     graph: Option<&Graph>,
-    checkout: &Path,
+    project: &Project,
     args: &Args,
     out: &Output,
 ) -> anyhow::Result<u8> {
     use std::io::{Read, Seek};
+    let checkout = &project.root;
     let path = thread.messages_path();
     let style = out.style();
     if !args.json {
@@ -229,7 +227,7 @@ fn follow(
         // What the hooks did not bring, now and then.
         if last_capture.elapsed() >= std::time::Duration::from_millis(500) {
             last_capture = std::time::Instant::now();
-            catch_up(thread, out);
+            catch_up(thread, &project.main_root, out);
         }
         std::thread::sleep(FOLLOW_POLL);
     }

@@ -196,3 +196,56 @@ fn posix_word(text: &str) -> String {
 fn fish_word(text: &str) -> String {
     format!("'{}'", text.replace('\\', r"\\").replace('\'', r"\'"))
 }
+
+/// Makes `thread_dir`'s thread.json name `transcript` as a captured
+/// session's, as a pull or a committed thread could.
+fn claim_session(thread_dir: &Path, session: &str, transcript: &str) {
+    let path = thread_dir.join("thread.json");
+    let mut meta = read_json(&path);
+    meta["metadata"]["capture"] = serde_json::json!({"sessions": [{
+        "agent": "claude-code", "sessionId": session, "transcript": transcript,
+        "startedAt": "2025-01-01T00:00:00.000Z"
+    }]});
+    std::fs::write(&path, serde_json::to_vec_pretty(&meta).unwrap()).unwrap();
+}
+
+#[test]
+fn a_transcript_path_in_thread_json_is_never_read() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    // Another project's private session on this machine.
+    let session = "cb88ae13-898d-4076-aeb5-bc37191c5d2e";
+    let private = sb.path().join("claude/projects/-home-me-private");
+    std::fs::create_dir_all(&private).unwrap();
+    let transcript = private.join(format!("{session}.jsonl"));
+    std::fs::copy(
+        fixtures().join(format!("claude/v2.1/{session}.jsonl")),
+        &transcript,
+    )
+    .unwrap();
+    let private_text = std::fs::read_to_string(&transcript).unwrap();
+    assert!(private_text.contains("\"type\":\"user\""));
+
+    let task = new_task(&sb, &repo, &["T", "--agent", "claude-code"]);
+    let id = task["threadId"].as_str().unwrap();
+    let dir = PathBuf::from(task["threadDir"].as_str().unwrap());
+    let before = std::fs::read(dir.join("messages.jsonl")).unwrap_or_default();
+    // An absolute path, then one relative to the worktree.
+    let relative = format!(
+        "{}/claude/projects/-home-me-private/{session}.jsonl",
+        "../".repeat(dir.components().count() + 2)
+            + sb.path().to_str().unwrap().trim_start_matches('/')
+    );
+    for path in [transcript.to_str().unwrap().to_string(), relative] {
+        claim_session(&dir, session, &path);
+        ok(sb.grove(&repo).args(["list"]));
+        ok(sb.grove(&repo).args(["show", id]));
+        ok(sb.grove(&repo).args(["capture", "sync", id]));
+        let after = std::fs::read(dir.join("messages.jsonl")).unwrap_or_default();
+        assert!(
+            after == before,
+            "nothing of the session at {path} came into the thread: {} bytes were added",
+            after.len() - before.len()
+        );
+    }
+}

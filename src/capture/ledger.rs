@@ -30,14 +30,33 @@ struct Entry {
     started_at: String,
 }
 
+/// The ledger of the repository whose main worktree is `repo_root`.
+fn repo_dir(repo_root: &Path) -> Result<PathBuf> {
+    Ok(crate::home::data_dir()?
+        .join("capture")
+        .join(crate::home::repo_key(repo_root)))
+}
+
 /// The ledger directory of thread `thread_id` of the repository whose main
 /// worktree is `repo_root`.
 fn thread_dir(repo_root: &Path, thread_id: &str) -> Result<PathBuf> {
     crate::store::validate_thread_id(thread_id)?;
-    Ok(crate::home::data_dir()?
-        .join("capture")
-        .join(crate::home::repo_key(repo_root))
-        .join(thread_id))
+    Ok(repo_dir(repo_root)?.join(thread_id))
+}
+
+/// Every directory of the repository's ledger (for `gc`'s look for files a
+/// killed writer left).
+pub fn dirs(repo_root: &Path) -> Vec<PathBuf> {
+    let Ok(root) = repo_dir(repo_root) else {
+        return Vec::new();
+    };
+    std::fs::read_dir(&root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect()
 }
 
 /// Whether `id` can name a session file: what agents use (UUIDs, Codex's

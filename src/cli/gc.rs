@@ -274,9 +274,13 @@ fn remove_stale_temps(
             .map(|w| w.path),
     );
     // grove's own small files (the port registry, the verdicts of
-    // integrated branches): written whole in a moment under their locks.
+    // integrated branches, the branches grove made, the capture ledger):
+    // written whole in a moment.
     if let Ok(data) = grove::home::data_dir() {
-        for dir in [data.clone(), data.join("integration")] {
+        let mut dirs = vec![data.clone(), data.join("integration")];
+        dirs.extend(grove::worktree::ownership::dir(&project.main_root));
+        dirs.extend(grove::capture::ledger::dirs(&project.main_root));
+        for dir in dirs {
             removed +=
                 grove::fsutil::remove_temps_older_than(&dir, std::time::Duration::from_secs(1))?
                     .len();

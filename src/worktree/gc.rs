@@ -57,8 +57,11 @@ pub fn select(
         if criteria.missing && f.status == Status::Missing {
             reasons.push("missing".to_string());
         }
+        // The latest of the thread's times and this machine's last write of
+        // it: a pulled `updatedAt` from long ago cannot make an active task
+        // look stale.
         if let Some(age) = criteria.older_than
-            && let Ok(updated) = f.meta.updated_at.parse::<jiff::Timestamp>()
+            && let Some(updated) = crate::discovery::last_activity(f)
         {
             let idle = now.duration_since(updated);
             if idle.as_secs() >= 0 && idle.unsigned_abs() >= age {

@@ -7,6 +7,7 @@ pub mod exclude;
 pub mod gc;
 pub mod integrated;
 mod listing;
+pub mod ownership;
 pub mod processes;
 mod remove;
 mod repo;

@@ -152,10 +152,10 @@ fn commit_reasons(repo: &Repo, found: &Found, wt: &Path) -> Result<Vec<String>> 
         (Some(branch), _) => reasons.extend(unsaved(repo, branch)?),
         _ => {}
     }
-    if let Some(recorded) = recorded_branch(found)
-        && head.branch.as_deref() != Some(recorded.as_str())
+    if let Some(recorded) = recorded_branch(repo, found)
+        && head.branch.as_deref() != Some(recorded.branch.as_str())
     {
-        reasons.extend(unsaved(repo, &recorded)?);
+        reasons.extend(unsaved(repo, &recorded.branch)?);
     }
     Ok(reasons)
 }
@@ -304,19 +304,12 @@ fn head_of(repo: &Repo, wt: &Path) -> Result<Head> {
     })
 }
 
-/// The branch grove created the task on, by the name it recorded — `None`
-/// when grove did not create it (it then never deletes it).
-fn recorded_branch(found: &Found) -> Option<String> {
-    let grove = found.meta.metadata.as_ref()?.get("grove")?;
-    if grove.get("createdBranch")?.as_bool() != Some(true) {
-        return None;
-    }
-    found
-        .meta
-        .context
-        .worktree
-        .as_ref()
-        .map(|w| w.branch.clone())
+/// The branch grove created the task on, by the name this machine recorded
+/// when it made it — `None` when grove did not make it here (it then never
+/// deletes it). Never what `thread.json` says: a pull or a commit can put
+/// any branch there.
+fn recorded_branch(repo: &Repo, found: &Found) -> Option<super::ownership::MadeBranch> {
+    super::ownership::made_branch(&repo.main_root, found.thread.id())
 }
 
 /// Removes the worktree of `found`: checks, caches every thread of the
@@ -332,7 +325,8 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
     // the checks.
     let early = teardown_commands.is_empty();
     let (scanned, saved) = checked_and_saved(repo, found, &wt, &threads, options, early)?;
-    let branch_plan = branch_plan(repo, found, options)?;
+    let made = recorded_branch(repo, found);
+    let branch_plan = branch_plan(repo, found, made.clone(), options)?;
     let teardown = super::teardown::run(
         repo,
         found,
@@ -367,13 +361,19 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
             settle_cache(found, &id, &threads, &cached, options)
         })?;
     step.done();
+    if branch_deleted {
+        // Best effort: a record left names a branch that is gone, and a
+        // branch of that name made later is not deleted for it (the tip
+        // must be the one rm looked at).
+        let _ = super::ownership::forget(&repo.main_root, &id);
+    }
     // The task's ports are free again (best effort: a port whose worktree
     // is gone is taken back at the next allocation anyway).
     let _ = crate::ports::release(&id);
     Ok(Removed {
         thread_id: id.clone(),
         worktree_path: wt,
-        branch: recorded_branch(found),
+        branch: made.map(|r| r.branch),
         branch_deleted,
         branch_kept: branch_plan.kept.filter(|_| !branch_deleted),
         cached_at: cached
@@ -731,18 +731,26 @@ impl BranchPlan {
     }
 }
 
-fn branch_plan(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<BranchPlan> {
+fn branch_plan(
+    repo: &Repo,
+    found: &Found,
+    made: Option<super::ownership::MadeBranch>,
+    options: RemoveOptions,
+) -> Result<BranchPlan> {
     let kept = |why: String| BranchPlan {
         delete: None,
         tip: None,
         kept: Some(why),
     };
-    let Some(branch) = recorded_branch(found) else {
+    let Some(made) = made else {
         return Ok(match &found.branch {
-            Some(b) => kept(format!("{b} existed before grove used it")),
+            Some(b) => kept(format!(
+                "grove did not make {b} on this machine (it existed before, or the task came from elsewhere)"
+            )),
             None => kept("grove did not create a branch for this task".into()),
         });
     };
+    let branch = made.branch;
     if options.keep_branch {
         return Ok(kept("--keep-branch".into()));
     }
@@ -753,13 +761,7 @@ fn branch_plan(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Bra
             kept: None,
         });
     };
-    let base = found
-        .meta
-        .context
-        .extra
-        .get("baseCommit")
-        .and_then(|v| v.as_str());
-    let integrated = base == Some(tip.as_str()) || repo.integration(&tip)?.is_some();
+    let integrated = made.base_commit == tip || repo.integration(&tip)?.is_some();
     if !integrated && !options.force {
         return Ok(kept(format!(
             "{branch} is not merged into the default branch; `grove rm --force` or `git branch -D {branch}` deletes it"

@@ -41,7 +41,6 @@ pub fn revive(
     let task = plan(&repo, found, options)?;
     let maker = Revive {
         cached: found.thread.clone(),
-        created_branch: created_branch(&found.meta),
     };
     create_with(project, &task, reporter, ask_trust, &maker)
 }
@@ -129,18 +128,10 @@ fn is_free(dir: &Path) -> bool {
     }
 }
 
-fn created_branch(meta: &ThreadMeta) -> bool {
-    meta.metadata
-        .as_ref()
-        .and_then(|m| m.get("grove")?.get("createdBranch")?.as_bool())
-        .unwrap_or(false)
-}
-
 /// Puts the cached thread into the new worktree, with the new worktree's
 /// context; everything else it recorded stays.
 struct Revive {
     cached: Thread,
-    created_branch: bool,
 }
 
 impl MakeThread for Revive {
@@ -165,13 +156,12 @@ impl MakeThread for Revive {
                 *grove = Value::Object(Default::default());
             }
             if let Value::Object(grove) = grove {
+                // `createdBranch` says whether this revival made the branch;
+                // what `rm` may delete is this machine's own record
+                // (`ownership`), never this field.
                 for (k, v) in made {
                     grove.insert(k, v);
                 }
-                // grove made the branch, then or now: `rm` may delete it.
-                let created = self.created_branch
-                    || grove.get("createdBranch").and_then(Value::as_bool) == Some(true);
-                grove.insert("createdBranch".into(), Value::Bool(created));
                 grove.insert("revivedAt".into(), Value::from(atsf::now_timestamp()));
             }
         })?;

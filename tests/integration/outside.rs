@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use serde_json::Value;
+
 use crate::support::*;
 
 /// The argv of each stub agent run so far.
@@ -248,4 +250,142 @@ fn a_transcript_path_in_thread_json_is_never_read() {
             after.len() - before.len()
         );
     }
+}
+
+/// Pushes to `repo`'s origin, as another machine could, a commit of thread
+/// `id` on top of the one there, its thread.json changed by `edit`.
+fn forge_remote_thread(sb: &Sandbox, repo: &Path, id: &str, edit: impl FnOnce(&mut Value)) {
+    let name = format!("refs/grove/threads/{id}");
+    sb.git(
+        repo,
+        &["fetch", "-q", "origin", &format!("+{name}:refs/forge/{id}")],
+    );
+    let parent = sb.git(repo, &["rev-parse", &format!("refs/forge/{id}")]);
+    let mut meta: Value =
+        serde_json::from_str(&sb.git(repo, &["show", &format!("{parent}:thread.json")])).unwrap();
+    edit(&mut meta);
+    let file = sb.path().join("forged-thread.json");
+    std::fs::write(&file, serde_json::to_vec_pretty(&meta).unwrap()).unwrap();
+    let blob = sb.git(repo, &["hash-object", "-w", file.to_str().unwrap()]);
+    let entries: Vec<String> = sb
+        .git(repo, &["ls-tree", &parent])
+        .lines()
+        .map(|l| match l.ends_with("\tthread.json") {
+            true => format!("100644 blob {blob}\tthread.json"),
+            false => l.to_string(),
+        })
+        .collect();
+    let mut cmd = std::process::Command::new("git");
+    sb.env(&mut cmd);
+    let tree = run_with_stdin(
+        cmd.args(["mktree"]).current_dir(repo),
+        entries.join("\n").as_bytes(),
+    );
+    let tree = String::from_utf8(tree.stdout).unwrap().trim().to_string();
+    let commit = sb.git(repo, &["commit-tree", &tree, "-p", &parent, "-m", "forged"]);
+    sb.git(repo, &["push", "-q", "origin", &format!("{commit}:{name}")]);
+}
+
+/// A pulled thread.json that names `branch` as the one grove made for it.
+fn claims_branch(branch: &str, base: &str) -> impl FnOnce(&mut Value) {
+    let (branch, base) = (branch.to_string(), base.to_string());
+    move |meta| {
+        meta["context"]["worktree"]["branch"] = Value::from(branch.clone());
+        meta["context"]["gitBranch"] = Value::from(branch);
+        meta["context"]["baseCommit"] = Value::from(base);
+        meta["metadata"]["grove"]["createdBranch"] = Value::Bool(true);
+        meta["updatedAt"] = Value::from("2099-01-01T00:00:00.000Z");
+    }
+}
+
+#[test]
+fn a_pulled_thread_never_decides_which_branch_rm_deletes() {
+    let (sb, a, _b) = crate::sync::machines();
+    // The user's branches: release (merged into main), hotfix (a commit
+    // that is nowhere else).
+    sb.git(&a, &["branch", "release"]);
+    let release = sb.git(&a, &["rev-parse", "release"]);
+    sb.git(&a, &["checkout", "-q", "-b", "hotfix"]);
+    std::fs::write(a.join("fix.txt"), "fix\n").unwrap();
+    sb.git(&a, &["add", "fix.txt"]);
+    sb.git(&a, &["commit", "-q", "-m", "hotfix"]);
+    let hotfix = sb.git(&a, &["rev-parse", "hotfix"]);
+    sb.git(&a, &["checkout", "-q", "main"]);
+
+    for (victim, tip, force) in [("release", &release, false), ("hotfix", &hotfix, true)] {
+        let task = new_task(&sb, &a, &["T", "--no-hooks"]);
+        let id = task["threadId"].as_str().unwrap().to_string();
+        let own = task["branch"].as_str().unwrap().to_string();
+        ok(sb.grove(&a).args(["push", &id]));
+        forge_remote_thread(&sb, &a, &id, claims_branch(victim, tip));
+        ok(sb.grove(&a).args(["pull"]));
+        let dir = PathBuf::from(task["threadDir"].as_str().unwrap());
+        assert_eq!(
+            read_json(&dir.join("thread.json"))["context"]["worktree"]["branch"],
+            victim,
+            "the pull took the newer side's field"
+        );
+        let mut rm = sb.grove(&a);
+        rm.args(["rm", &id]);
+        if force {
+            rm.arg("--force");
+        }
+        ok(&mut rm);
+        let left = branches(&sb, &a);
+        assert!(
+            left.contains(&victim.to_string()),
+            "{victim} kept: {left:?}"
+        );
+        assert_eq!(sb.git(&a, &["rev-parse", victim]), *tip);
+        assert!(
+            !left.contains(&own),
+            "grove's own branch {own} deleted: {left:?}"
+        );
+    }
+}
+
+#[test]
+fn switch_on_a_pulled_thread_never_lets_rm_delete_an_existing_branch() {
+    let (sb, a, b) = crate::sync::machines();
+    sb.git(&a, &["branch", "release"]);
+    let release = sb.git(&a, &["rev-parse", "release"]);
+    // Another machine's task, whose pushed thread names `release`.
+    let task = new_task(&sb, &b, &["Theirs", "--no-hooks"]);
+    let id = task["threadId"].as_str().unwrap().to_string();
+    ok(sb.grove(&b).args(["push", &id]));
+    forge_remote_thread(&sb, &b, &id, claims_branch("release", &release));
+    ok(sb.grove(&a).args(["pull"]));
+    assert_eq!(row_of(&sb, &a, &id)["status"], "remote");
+    let made = json(&ok(sb.grove(&a).args([
+        "switch",
+        &id,
+        "--no-hooks",
+        "--json",
+    ])));
+    assert_eq!(made["revived"], true);
+    ok(sb.grove(&a).args(["rm", &id]));
+    assert!(branches(&sb, &a).contains(&"release".to_string()));
+    assert_eq!(sb.git(&a, &["rev-parse", "release"]), release);
+}
+
+#[test]
+fn an_old_updated_at_from_elsewhere_never_makes_a_task_stale() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let task = new_task(&sb, &repo, &["T", "--no-hooks"]);
+    let dir = PathBuf::from(task["threadDir"].as_str().unwrap());
+    // As a pull that took the other side's fields writes it.
+    let path = dir.join("thread.json");
+    let mut meta = read_json(&path);
+    meta["updatedAt"] = Value::from("2001-01-01T00:00:00.000Z");
+    meta["createdAt"] = Value::from("2001-01-01T00:00:00.000Z");
+    std::fs::write(&path, serde_json::to_vec_pretty(&meta).unwrap()).unwrap();
+    let plan = json(&ok(sb.grove(&repo).args([
+        "gc",
+        "--older-than",
+        "30d",
+        "--dry-run",
+        "--json",
+    ])));
+    assert_eq!(plan["worktrees"], serde_json::json!([]), "{plan}");
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::support::*;
 
 /// A bare remote and two clones of it, `a` and `b`.
-fn machines() -> (Sandbox, PathBuf, PathBuf) {
+pub(crate) fn machines() -> (Sandbox, PathBuf, PathBuf) {
     let sb = Sandbox::new();
     let remote = sb.path().join("remote.git");
     let remote_s = remote.to_str().unwrap();

@@ -155,6 +155,7 @@ pub fn create_with(
     let (thread, meta, excludes) = make_thread(project, &repo, &plan, &made, maker)?;
     made.keep();
     let mut setup = Finish::new(project, &repo, task, &plan, &made.dir, thread, excludes);
+    setup.record_made_branch();
     setup.run(&hooks, reporter, ask_trust, maker);
     let meta = setup.record_all(meta);
     Ok(setup.created(meta, made.carried))

@@ -28,6 +28,28 @@ impl Finish<'_> {
         }
     }
 
+    /// This machine's record of the branch grove made, the only thing
+    /// that lets `rm` delete it later (see [`crate::worktree::ownership`]).
+    /// Without it the branch is kept, which is why its failure is only a
+    /// problem of the task.
+    pub(super) fn record_made_branch(&mut self) {
+        if !self.plan.create_branch {
+            return;
+        }
+        let recorded = crate::worktree::ownership::record(
+            &self.project.main_root,
+            &self.plan.id,
+            &self.plan.branch,
+            &self.plan.base_commit,
+        );
+        if let Err(e) = recorded {
+            self.problems.push(format!(
+                "grove could not record that it made {} ({e}); `grove rm` will keep that branch",
+                self.plan.branch
+            ));
+        }
+    }
+
     /// Hook outcomes, exclude entries and problems into `thread.json`.
     fn record(&mut self) -> Option<ThreadMeta> {
         let hooks_json = serde_json::to_value(&self.outcomes).unwrap_or(Value::Null);

@@ -7,7 +7,8 @@
 //! message both sides hold keeps this machine's bytes (after a redacted
 //! push, the other side's may be the redacted copy).
 //!
-//! `thread.json` merges field by field: relationships as a union, `v` the
+//! `thread.json` merges field by field: relationships and tags as a union,
+//! `metadata.grove.share` false when either side says so, `v` the
 //! larger plus one, stats recounted from the merged log, fields grove does
 //! not know kept; when both sides set a plain field differently, the side
 //! with the newer `updatedAt` wins and the other value is recorded under
@@ -177,7 +178,17 @@ fn merge_values(
             }
             Value::Object(out)
         }
-        (Value::Array(n), Value::Array(o)) if path == "relationships" => {
+        // A thread kept home stays home: tags are a union (a tag the user's
+        // push-exclude-tags lists is never dropped) and `share: false` on
+        // either side wins.
+        (n, o) if path == SHARE => {
+            if *n == Value::Bool(false) || *o == Value::Bool(false) {
+                Value::Bool(false)
+            } else {
+                n.clone()
+            }
+        }
+        (Value::Array(n), Value::Array(o)) if path == "relationships" || path == TAGS => {
             let mut out = n.clone();
             for item in o {
                 if !out.contains(item) {
@@ -194,6 +205,11 @@ fn merge_values(
         }
     }
 }
+
+/// `metadata.grove.share`: `false` keeps the thread home.
+const SHARE: &str = "metadata.grove.share";
+/// `metadata.tags`: a tag can keep the thread home (`push-exclude-tags`).
+const TAGS: &str = "metadata.tags";
 
 /// Fields that are no conflict when they differ: the version and times
 /// (the larger one is kept), the stats (recounted), and the conflict record
@@ -306,6 +322,22 @@ mod tests {
         let mut ours = log(&[("a", "2025-01-01T00:00:00Z")]);
         ours.extend_from_slice(b"{\"id\":\"half");
         assert_eq!(ids(&merge_logs(&ours, b"")), ["a"]);
+    }
+
+    #[test]
+    fn what_keeps_a_thread_home_survives_any_merge() {
+        let ours = json!({"threadId": "t", "updatedAt": "2025-01-01T00:00:00Z",
+            "metadata": {"tags": ["private", "a"], "grove": {"share": false}}});
+        let theirs = json!({"threadId": "t", "updatedAt": "2025-01-09T00:00:00Z",
+            "metadata": {"tags": ["b"], "grove": {"share": true}}});
+        let stats = json!({});
+        for merged in [
+            merge_meta(&ours, &theirs, &stats),
+            merge_meta(&theirs, &ours, &stats),
+        ] {
+            assert_eq!(merged["metadata"]["tags"], json!(["b", "private", "a"]));
+            assert_eq!(merged["metadata"]["grove"]["share"], false);
+        }
     }
 
     #[test]

@@ -389,3 +389,53 @@ fn an_old_updated_at_from_elsewhere_never_makes_a_task_stale() {
     ])));
     assert_eq!(plan["worktrees"], serde_json::json!([]), "{plan}");
 }
+
+#[test]
+fn a_pull_never_drops_what_keeps_a_thread_home() {
+    let (sb, a, _b) = crate::sync::machines();
+    let config = sb.path().join("config.toml");
+    std::fs::write(&config, "push-exclude-tags = [\"private\"]\n").unwrap();
+    let tagged = new_thread(&sb, &a, "Tagged later");
+    let unshared = new_thread(&sb, &a, "Unshared later");
+    for id in [&tagged, &unshared] {
+        ok(sb.grove(&a).args(["push", id]));
+    }
+    // Here: one tagged private, one marked not to be shared, both after
+    // their push; the remote's newer copies say otherwise.
+    let edit = |id: &str, f: &dyn Fn(&mut Value)| {
+        let path =
+            PathBuf::from(row_of(&sb, &a, id)["threadDir"].as_str().unwrap()).join("thread.json");
+        let mut meta = read_json(&path);
+        f(&mut meta);
+        std::fs::write(&path, serde_json::to_vec_pretty(&meta).unwrap()).unwrap();
+    };
+    edit(&tagged, &|m| {
+        m["metadata"]["tags"] = serde_json::json!(["private"])
+    });
+    edit(&unshared, &|m| {
+        m["metadata"]["grove"]["share"] = Value::Bool(false)
+    });
+    forge_remote_thread(&sb, &a, &tagged, |m| {
+        m["metadata"]["tags"] = serde_json::json!(["public"]);
+        m["updatedAt"] = Value::from("2099-01-01T00:00:00.000Z");
+    });
+    forge_remote_thread(&sb, &a, &unshared, |m| {
+        m["metadata"]["grove"]["share"] = Value::Bool(true);
+        m["updatedAt"] = Value::from("2099-01-01T00:00:00.000Z");
+    });
+    ok(sb.grove(&a).args(["pull"]));
+    let out = run(sb
+        .grove(&a)
+        .env("GROVE_CONFIG", &config)
+        .args(["push", "--all", "--json"]));
+    let report = json(&String::from_utf8_lossy(&out.stdout));
+    let kept: Vec<&str> = report["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["keptHome"] == true)
+        .map(|s| s["threadId"].as_str().unwrap())
+        .collect();
+    assert!(kept.contains(&tagged.as_str()), "{report}");
+    assert!(kept.contains(&unshared.as_str()), "{report}");
+}

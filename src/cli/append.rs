@@ -84,7 +84,13 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let appended = thread
         .lock()
         .and_then(|lock| lock.append_all(messages, options))
-        .map_err(|e| discovery::with_cache_hint(e, &project, &thread))?;
+        .map_err(|e| match e {
+            // A message the log cannot take (an id it holds) is bad input.
+            grove::Error::InvalidMessage(why) => {
+                anyhow::Error::from(UsageError(format!("{why}; nothing was appended")))
+            }
+            e => discovery::with_cache_hint(e, &project, &thread).into(),
+        })?;
     for a in &appended {
         if let Some(torn) = &a.torn {
             out.warn(&format!(

@@ -5,6 +5,7 @@ mod id;
 mod reader;
 mod tail;
 mod thread;
+mod unique;
 
 use std::path::{Path, PathBuf};
 

@@ -437,6 +437,7 @@ impl ThreadLock<'_> {
         if prepared.is_empty() {
             return Ok(Vec::new());
         }
+        super::unique::check(&path, clean_len, &prepared)?;
         for asset in &assets {
             asset.store(&thread.assets_dir())?;
         }

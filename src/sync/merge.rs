@@ -69,21 +69,19 @@ pub fn merge_logs(ours: &[u8], theirs: &[u8]) -> Vec<u8> {
     if common == b.len() {
         return join(&a);
     }
+    // Every line of this machine's log stays, even two under one id (the
+    // spec forbids them, grove refuses to write them, an older writer may
+    // have): only theirs are left out when this log has their message.
+    let mut seen: HashSet<&str> = a.iter().map(|l| l.key.as_str()).collect();
+    let theirs_only = b[common..].iter().filter(|l| seen.insert(l.key.as_str()));
     if common == a.len() {
         // Theirs extends ours: our bytes for what we share, then theirs.
-        return join(a.iter().chain(&b[common..]));
+        return join(a.iter().chain(theirs_only));
     }
-    let mut merged: Vec<&Line> = a[..common].iter().collect();
-    let mut seen: HashSet<&str> = merged.iter().map(|l| l.key.as_str()).collect();
-    let mut rest: Vec<&Line> = Vec::new();
-    for line in a[common..].iter().chain(&b[common..]) {
-        if seen.insert(line.key.as_str()) {
-            rest.push(line);
-        }
-    }
+    let mut rest: Vec<&Line> = a[common..].iter().chain(theirs_only).collect();
+    // Stable: lines of one time and id keep the order they had.
     rest.sort_by(|x, y| (&x.timestamp, &x.key).cmp(&(&y.timestamp, &y.key)));
-    merged.extend(rest);
-    join(merged)
+    join(a[..common].iter().chain(rest))
 }
 
 fn join<'a>(lines: impl IntoIterator<Item = &'a Line<'a>>) -> Vec<u8> {
@@ -315,6 +313,35 @@ mod tests {
         // Merging again changes nothing.
         assert_eq!(merge_logs(&merged, &theirs), merged);
         assert_eq!(merge_logs(&ours, &merged), merged);
+    }
+
+    #[test]
+    fn no_line_of_this_machines_log_is_dropped_even_under_a_repeated_id() {
+        let ours = [
+            msg("a", "2025-01-01T00:00:00Z"),
+            msg("x", "2025-01-01T00:00:01Z"),
+            msg("x", "2025-01-01T00:00:02Z").replace("\"text\":\"x\"", "\"text\":\"x again\""),
+        ]
+        .concat()
+        .into_bytes();
+        let theirs = log(&[("a", "2025-01-01T00:00:00Z"), ("p", "2025-01-01T00:00:03Z")]);
+        let merged = merge_logs(&ours, &theirs);
+        assert_eq!(ids(&merged), ["a", "x", "x", "p"]);
+        assert!(String::from_utf8_lossy(&merged).contains("x again"));
+        // Theirs repeated is theirs: once.
+        let theirs = [
+            msg("a", "2025-01-01T00:00:00Z"),
+            msg("q", "2025-01-01T00:00:04Z"),
+            msg("q", "2025-01-01T00:00:04Z"),
+        ]
+        .concat();
+        assert_eq!(
+            ids(&merge_logs(
+                &log(&[("a", "2025-01-01T00:00:00Z")]),
+                theirs.as_bytes()
+            )),
+            ["a", "q"]
+        );
     }
 
     #[test]

@@ -439,3 +439,46 @@ fn a_pull_never_drops_what_keeps_a_thread_home() {
     assert!(kept.contains(&tagged.as_str()), "{report}");
     assert!(kept.contains(&unshared.as_str()), "{report}");
 }
+
+#[test]
+fn an_id_a_thread_holds_is_never_appended_again() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let id = new_thread(&sb, &repo, "T");
+    let line = |text: &str| {
+        serde_json::json!({"id": "m1", "role": "user", "timestamp": "2025-03-01T10:00:00.000Z",
+            "content": [{"type": "text", "text": text}]})
+        .to_string()
+    };
+    append_stdin(&sb, &repo, &id, &line("first"));
+    let dir = PathBuf::from(row_of(&sb, &repo, &id)["threadDir"].as_str().unwrap());
+    let before = std::fs::read(dir.join("messages.jsonl")).unwrap();
+    let out = run_with_stdin(
+        sb.grove(&repo).args(["append", &id, "--stdin"]),
+        line("second").as_bytes(),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("\"m1\"") && said.contains("already"),
+        "{said}"
+    );
+    assert_eq!(std::fs::read(dir.join("messages.jsonl")).unwrap(), before);
+    // Twice in one batch, too.
+    let both = format!(
+        "{}\n{}",
+        line("a").replace("m1", "m2"),
+        line("b").replace("m1", "m2")
+    );
+    let out = run_with_stdin(
+        sb.grove(&repo).args(["append", &id, "--stdin"]),
+        both.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(std::fs::read(dir.join("messages.jsonl")).unwrap(), before);
+}

@@ -356,34 +356,32 @@ pub(crate) fn mark_all(main_root: &Path, dirs: &[PathBuf], state: CacheState) ->
     first
 }
 
-/// Adds another machine's thread (`grove pull`) to the cache, state
-/// `remote`: made in a staging directory and renamed into place, so no
-/// reader sees half of it. Its asset names were checked by the caller.
-pub fn add_remote(main_root: &Path, id: &str, files: &crate::sync::ThreadFiles) -> Result<PathBuf> {
+/// Adds another machine's thread (`grove pull`) to the cache, with the
+/// state `remote`: its files, already written by the pull into a staging
+/// directory inside this repository's cache directory, get the cache's
+/// record and are renamed into place whole.
+pub fn add_remote(main_root: &Path, id: &str, files: crate::sync::ThreadFiles) -> Result<PathBuf> {
     let dir = thread_dir(main_root, id)?;
     let repo = repo_dir(main_root)?;
-    std::fs::create_dir_all(&repo).ctx("creating", &repo)?;
     let _lock = lock(main_root)?;
     if std::fs::symlink_metadata(&dir).is_ok() {
         return Err(Error::Refused(format!(
-            "grove's cache already holds a thread {id} ({}) it cannot read; `grove repair {id}`              first",
+            "grove's cache already holds a thread {id} ({}) it cannot read; `grove repair {id}` first",
             dir.display()
         )));
     }
-    let staging = tempfile::Builder::new()
-        .prefix(fsutil::TMP_PREFIX)
-        .tempdir_in(&repo)
-        .ctx("creating a staging directory in", &repo)?;
-    let at = staging.path();
-    fsutil::write_new(&at.join(atsf::THREAD_FILE), &files.meta)?;
-    fsutil::write_new(&at.join(atsf::MESSAGES_FILE), &files.log)?;
-    if !files.assets.is_empty() {
-        let assets = at.join(atsf::ASSETS_DIR);
-        std::fs::create_dir(&assets).ctx("creating", &assets)?;
-        for (name, bytes) in &files.assets {
-            fsutil::write_new(&assets.join(name), bytes)?;
-        }
+    let at = files.staging.path();
+    if files.staging.path().parent() != Some(repo.as_path()) {
+        return Err(Error::Other(format!(
+            "the pulled thread {id} was staged in {}, not in {}",
+            at.display(),
+            repo.display()
+        )));
     }
+    fsutil::write_new(&at.join(atsf::THREAD_FILE), &files.meta)?;
+    std::fs::File::open(&files.log)
+        .and_then(|f| f.sync_all())
+        .ctx("syncing", &files.log)?;
     let record = CacheRecord {
         repo_root: main_root.to_string_lossy().into_owned(),
         worktree_path: String::new(),
@@ -392,7 +390,7 @@ pub fn add_remote(main_root: &Path, id: &str, files: &crate::sync::ThreadFiles) 
         cached_at: atsf::now_timestamp(),
     };
     write_record(at, &record)?;
-    let staged = staging.keep();
+    let staged = files.staging.keep();
     std::fs::rename(&staged, &dir).ctx("moving into place", &dir)?;
     fsutil::sync_dir(&repo)?;
     Ok(dir)

@@ -69,7 +69,16 @@ fn replace(path: &Path, bytes: &[u8], private: bool, sync: bool) -> Result<()> {
 /// Creates `path` with `bytes` only if nothing is there yet. Returns whether it wrote.
 /// Never overwrites: an existing file wins, even if it was created concurrently.
 pub fn write_new(path: &Path, bytes: &[u8]) -> Result<bool> {
-    create_once(path, bytes, true)
+    create_once(path, true, |f| f.write_all(bytes))
+}
+
+/// Creates `to` as a copy of the file `from` only if nothing is there yet,
+/// whole or not at all (copied by another name, linked into place): a
+/// killed copy never leaves a partial file under the name. Returns whether
+/// it wrote.
+pub fn copy_new_whole(from: &Path, to: &Path) -> Result<bool> {
+    let mut src = open_read(from)?;
+    create_once(to, true, |f| std::io::copy(&mut src, f).map(drop))
 }
 
 /// [`write_new`] without fsync, for a file whose loss in a power cut costs
@@ -77,16 +86,20 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> Result<bool> {
 /// directories out of `git status` with): right after a fork copied a large
 /// log, each fsync would wait for that log's data.
 pub fn write_new_unsynced(path: &Path, bytes: &[u8]) -> Result<bool> {
-    create_once(path, bytes, false)
+    create_once(path, false, |f| f.write_all(bytes))
 }
 
-fn create_once(path: &Path, bytes: &[u8], sync: bool) -> Result<bool> {
+fn create_once(
+    path: &Path,
+    sync: bool,
+    fill: impl FnOnce(&mut File) -> std::io::Result<()>,
+) -> Result<bool> {
     let dir = parent_of(path);
     if std::fs::symlink_metadata(path).is_ok() {
         return Ok(false);
     }
     let mut tmp = temp_in(dir, false)?;
-    tmp.write_all(bytes).ctx("writing", tmp.path())?;
+    fill(tmp.as_file_mut()).ctx("writing", tmp.path())?;
     if sync {
         tmp.as_file().sync_all().ctx("syncing", tmp.path())?;
     }

@@ -141,6 +141,33 @@ impl Git {
         out
     }
 
+    /// Runs git with its standard output going to `out` (a file: what git
+    /// prints is never held in memory) and, when given, its standard input
+    /// read from `input`; fails with git's message on a non-zero exit.
+    pub fn with_files(
+        &self,
+        dir: &Path,
+        args: &[&str],
+        input: Option<std::fs::File>,
+        out: std::fs::File,
+    ) -> Result<()> {
+        use std::process::Stdio;
+        let mut cmd = self.command(dir, args);
+        cmd.stdin(input.map_or_else(Stdio::null, Stdio::from))
+            .stdout(Stdio::from(out))
+            .stderr(Stdio::piped());
+        let done = cmd.output().map_err(|e| could_not_run(args, e))?;
+        if !done.status.success() {
+            return Err(Error::Git(format!(
+                "`git {}` failed in {}: {}",
+                args.join(" "),
+                dir.display(),
+                String::from_utf8_lossy(&done.stderr).trim()
+            )));
+        }
+        Ok(())
+    }
+
     /// Starts `git -C dir args…` and returns at once, for the caller to do
     /// other work while git runs and collect its answer with
     /// [`Running::output`] or [`Running::bytes`] — without a thread to wait

@@ -16,6 +16,7 @@ pub use assets::{
 pub use id::{new_thread_id, validate_thread_id};
 pub use reader::MessageReader;
 pub use tail::TornTail;
+pub(crate) use tail::complete_len;
 pub use thread::{
     AppendOptions, Appended, RepairReport, Restored, Snapshot, Thread, ThreadLock, validate_message,
 };

@@ -1,9 +1,13 @@
 //! A remote thread brought into this machine's threads: merged into the
-//! thread that is here (under its lock), or added to grove's cache.
+//! thread that is here (under its lock), or added to grove's cache. The
+//! remote's log and assets are files in a staging directory; logs are
+//! merged a line at a time ([`super::logs`]).
+
+use std::io::{BufReader, Read, Seek, Write};
 
 use serde_json::Value;
 
-use super::objects::complete_lines;
+use super::logs::{self, Plan};
 use super::{Pulled, REF_PREFIX, RemoteThread, is_ancestor, merge, rev_parse};
 use crate::atsf::{Stats, ThreadMeta};
 use crate::discovery::Found;
@@ -13,68 +17,81 @@ use crate::worktree::Repo;
 /// Brings `remote` in: merged into `here` (the thread of that id found on
 /// this machine), else into the cache; the local ref then follows the
 /// remote's when it has nothing the remote lacks.
-pub(super) fn bring_in(repo: &Repo, here: Option<&Found>, remote: &RemoteThread) -> Result<Pulled> {
-    check(remote)?;
-    let pulled = match here {
-        Some(found) => {
-            let new_messages = merge_into(found, remote)?;
-            Pulled {
-                thread_id: remote.id.clone(),
-                outcome: if new_messages > 0 {
-                    "merged"
-                } else {
-                    "unchanged"
-                },
-                new_messages,
-            }
-        }
+pub(super) fn bring_in(repo: &Repo, here: Option<&Found>, remote: RemoteThread) -> Result<Pulled> {
+    check(&remote)?;
+    let (id, commit) = (remote.id.clone(), remote.commit.clone());
+    let (outcome, new_messages) = match here {
+        Some(found) => match merge_into(found, &remote)? {
+            0 => ("unchanged", 0),
+            n => ("merged", n),
+        },
         None => {
-            crate::cache::add_remote(&repo.main_root, &remote.id, &remote.files)?;
-            Pulled {
-                thread_id: remote.id.clone(),
-                outcome: "new",
-                new_messages: merge::count_lines(&remote.files.log),
-            }
+            let log = crate::fsutil::open_read(&remote.files.log)?;
+            let n = logs::count_lines(BufReader::new(log))?;
+            crate::cache::add_remote(&repo.main_root, &remote.id, remote.files)?;
+            ("new", n)
         }
     };
-    follow(repo, remote)?;
-    Ok(pulled)
+    follow(repo, &id, &commit)?;
+    Ok(Pulled {
+        thread_id: id,
+        outcome,
+        new_messages: new_messages as usize,
+    })
 }
 
 /// Merges the remote's copy into `found`'s thread; how many messages it
 /// brought. Assets are added, the log is appended to when the merge only
 /// adds at its end and replaced (atomically, under the thread's lock)
 /// when the remote's messages go between this machine's.
-pub(super) fn merge_into(found: &Found, remote: &RemoteThread) -> Result<usize> {
+pub(super) fn merge_into(found: &Found, remote: &RemoteThread) -> Result<u64> {
     check(remote)?;
     let thread = &found.thread;
     let _lock = thread.lock()?;
     let log_path = thread.messages_path();
-    let ours_log = complete_lines(&crate::fsutil::read_opt(&log_path)?.unwrap_or_default());
-    let ours_meta = crate::fsutil::read(&thread.meta_path())?;
-    let merged_log = merge::merge_logs(&ours_log, &remote.files.log);
-    let meta = merged_meta(&ours_meta, &remote.files.meta, &merged_log)?;
+    let mut ours = match crate::fsutil::open_read_opt(&log_path)? {
+        Some(f) => f,
+        None => tempfile::tempfile().ctx("creating a temporary file for", &log_path)?,
+    };
+    let len = ours.metadata().ctx("reading metadata of", &log_path)?.len();
+    let complete = crate::store::complete_len(&ours, &log_path, len)?;
+    let mut theirs = crate::fsutil::open_read(&remote.files.log)?;
+    ours.rewind().ctx("reading", &log_path)?;
+    let plan = logs::plan(
+        BufReader::new((&ours).take(complete)),
+        BufReader::new(&theirs),
+    )?;
     add_assets(thread, remote)?;
-    let replaced = if merged_log.starts_with(&ours_log) {
-        if merged_log.len() > ours_log.len() {
-            use std::io::Write;
+    let written = |e: std::io::Error| Error::io("writing", &log_path, e);
+    let replaced = match &plan {
+        Plan::Same => false,
+        Plan::Append { pieces, .. } => {
             let mut file = crate::fsutil::open_append(&log_path, true)?;
             // A torn tail (a write in progress elsewhere) is not ours to keep
             // in the middle: the merge begins at the last complete line.
-            let len = file.metadata().ctx("reading metadata of", &log_path)?.len();
-            if len != ours_log.len() as u64 {
-                file.set_len(ours_log.len() as u64)
-                    .ctx("truncating", &log_path)?;
+            if len != complete {
+                file.set_len(complete).ctx("truncating", &log_path)?;
             }
-            file.write_all(&merged_log[ours_log.len()..])
-                .ctx("writing", &log_path)?;
+            logs::write(pieces, &mut ours, &mut theirs, &mut file).map_err(written)?;
             file.sync_all().ctx("syncing", &log_path)?;
+            false
         }
-        false
-    } else {
-        crate::fsutil::write_atomic(&log_path, &merged_log)?;
-        true
+        Plan::Rewrite { pieces, .. } => {
+            crate::fsutil::refuse_symlink(&log_path)?;
+            let mut tmp = crate::fsutil::temp_file_beside(&log_path)?;
+            {
+                let mut out = std::io::BufWriter::new(tmp.as_file_mut());
+                logs::write(pieces, &mut ours, &mut theirs, &mut out).map_err(written)?;
+                out.flush().map_err(written)?;
+            }
+            tmp.as_file().sync_all().ctx("syncing", &log_path)?;
+            tmp.persist(&log_path)
+                .map_err(|e| Error::io("replacing", &log_path, e.error))?;
+            true
+        }
     };
+    let ours_meta = crate::fsutil::read(&thread.meta_path())?;
+    let meta = merged_meta(&ours_meta, &remote.files.meta, &stats_of(&log_path)?)?;
     if meta != ours_meta {
         crate::fsutil::refuse_symlink(&thread.meta_path())?;
         crate::fsutil::write_atomic(&thread.meta_path(), &meta)?;
@@ -82,20 +99,20 @@ pub(super) fn merge_into(found: &Found, remote: &RemoteThread) -> Result<usize> 
     if replaced {
         crate::cache::relink_log(&found.repo_root, thread)?;
     }
-    Ok(merge::count_lines(&merged_log).saturating_sub(merge::count_lines(&ours_log)))
+    Ok(plan.added())
 }
 
 /// The merged `thread.json` bytes: one side's own bytes when the merge
 /// says what it says (so both machines end with the same bytes), else the
 /// merged fields written out.
-fn merged_meta(ours: &[u8], theirs: &[u8], merged_log: &[u8]) -> Result<Vec<u8>> {
+fn merged_meta(ours: &[u8], theirs: &[u8], stats: &Value) -> Result<Vec<u8>> {
     let parse = |bytes: &[u8], whose: &str| -> Result<Value> {
         serde_json::from_slice(crate::atsf::strip_bom(bytes))
             .map_err(|e| Error::Other(format!("{whose} thread.json is not valid JSON: {e}")))
     };
     let ours_v = parse(ours, "this machine's")?;
     let theirs_v = parse(theirs, "the remote's")?;
-    let merged = merge::merge_meta(&ours_v, &theirs_v, &stats_of(merged_log)?);
+    let merged = merge::merge_meta(&ours_v, &theirs_v, stats);
     Ok(if merged == theirs_v {
         theirs.to_vec()
     } else if merged == ours_v {
@@ -105,19 +122,15 @@ fn merged_meta(ours: &[u8], theirs: &[u8], merged_log: &[u8]) -> Result<Vec<u8>>
     })
 }
 
-/// The stats of a log, counted as grove counts them.
-fn stats_of(log: &[u8]) -> Result<Value> {
+/// The stats of the log at `path`, counted as grove counts them, a line at
+/// a time.
+fn stats_of(path: &std::path::Path) -> Result<Value> {
     let mut stats = Stats::default();
-    for (i, line) in log.split(|&b| b == b'\n').enumerate() {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        if let Ok(m) = crate::atsf::parse_message_line(
-            std::path::Path::new("messages.jsonl"),
-            i as u64 + 1,
-            line,
-        ) {
-            stats.add(&m);
+    for m in crate::store::MessageReader::open(path)? {
+        match m {
+            Ok(m) => stats.add(&m),
+            Err(Error::Parse { .. }) => {}
+            Err(e) => return Err(e),
         }
     }
     serde_json::to_value(stats).map_err(|e| Error::Other(e.to_string()))
@@ -131,8 +144,8 @@ fn add_assets(thread: &crate::store::Thread, remote: &RemoteThread) -> Result<()
     }
     let dir = thread.assets_dir();
     std::fs::create_dir_all(&dir).ctx("creating", &dir)?;
-    for (name, bytes) in &remote.files.assets {
-        crate::fsutil::write_new(&dir.join(name), bytes)?;
+    for (name, path) in &remote.files.assets {
+        crate::fsutil::copy_new_whole(path, &dir.join(name))?;
     }
     Ok(())
 }
@@ -157,18 +170,15 @@ fn check(remote: &RemoteThread) -> Result<()> {
 
 /// Moves the local ref to the remote's commit when the local one is
 /// missing or behind it (else the next push merges them).
-fn follow(repo: &Repo, remote: &RemoteThread) -> Result<()> {
-    let name = format!("{REF_PREFIX}{}", remote.id);
+fn follow(repo: &Repo, id: &str, commit: &str) -> Result<()> {
+    let name = format!("{REF_PREFIX}{id}");
     let local = rev_parse(repo, &name)?;
     match &local {
-        Some(l) if !is_ancestor(repo, l, &remote.commit)? => Ok(()),
+        Some(l) if !is_ancestor(repo, l, commit)? => Ok(()),
         _ => {
             let old = local.unwrap_or_else(|| "0".repeat(40));
             repo.git
-                .run(
-                    &repo.main_root,
-                    &["update-ref", &name, &remote.commit, &old],
-                )
+                .run(&repo.main_root, &["update-ref", &name, commit, &old])
                 .map(drop)
         }
     }

@@ -1,11 +1,5 @@
-//! Two histories of one thread made one, the same on every machine.
-//!
-//! Logs are append-only, so two copies of a thread share a prefix and then
-//! diverge. The merge keeps every message exactly once (by `id`): when one
-//! log extends the other, the longer one as it is; otherwise the common
-//! prefix, then every other message ordered by timestamp, then id. A
-//! message both sides hold keeps this machine's bytes (after a redacted
-//! push, the other side's may be the redacted copy).
+//! Two copies of one thread's `thread.json` made one, the same on every
+//! machine (the logs: [`super::logs`]).
 //!
 //! `thread.json` merges field by field: relationships and tags as a union,
 //! `metadata.grove.share` false when either side says so, `v` the
@@ -14,84 +8,9 @@
 //! with the newer `updatedAt` wins and the other value is recorded under
 //! `metadata.grove.syncConflicts`.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
-
-/// One line of a log: its message id and timestamp (read loosely: a line
-/// that is not a message keeps its bytes and sorts by them), and its bytes.
-#[derive(Debug, Clone)]
-struct Line<'a> {
-    key: String,
-    timestamp: String,
-    bytes: &'a [u8],
-}
-
-fn lines(log: &[u8]) -> Vec<Line<'_>> {
-    // Only complete lines: a last line without its newline is a write in
-    // progress, as for every reader of the log.
-    let complete = match memchr::memrchr(b'\n', log) {
-        Some(end) => &log[..=end],
-        None => &[][..],
-    };
-    complete
-        .split(|&b| b == b'\n')
-        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
-        .map(|bytes| {
-            let value: Option<Value> = serde_json::from_slice(bytes).ok();
-            let field = |name: &str| {
-                value
-                    .as_ref()
-                    .and_then(|v| v.get(name))
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            };
-            Line {
-                key: field("id")
-                    .unwrap_or_else(|| format!("line:{}", String::from_utf8_lossy(bytes))),
-                timestamp: field("timestamp").unwrap_or_default(),
-                bytes,
-            }
-        })
-        .collect()
-}
-
-/// How many messages (complete non-blank lines) a log holds.
-pub fn count_lines(log: &[u8]) -> usize {
-    lines(log).len()
-}
-
-/// The merged log: `ours` (this machine's) and `theirs`.
-pub fn merge_logs(ours: &[u8], theirs: &[u8]) -> Vec<u8> {
-    let (a, b) = (lines(ours), lines(theirs));
-    let common = a.iter().zip(&b).take_while(|(x, y)| x.key == y.key).count();
-    // One extends the other: the longer one, as it is.
-    if common == b.len() {
-        return join(&a);
-    }
-    // Every line of this machine's log stays, even two under one id (the
-    // spec forbids them, grove refuses to write them, an older writer may
-    // have): only theirs are left out when this log has their message.
-    let mut seen: HashSet<&str> = a.iter().map(|l| l.key.as_str()).collect();
-    let theirs_only = b[common..].iter().filter(|l| seen.insert(l.key.as_str()));
-    if common == a.len() {
-        // Theirs extends ours: our bytes for what we share, then theirs.
-        return join(a.iter().chain(theirs_only));
-    }
-    let mut rest: Vec<&Line> = a[common..].iter().chain(theirs_only).collect();
-    // Stable: lines of one time and id keep the order they had.
-    rest.sort_by(|x, y| (&x.timestamp, &x.key).cmp(&(&y.timestamp, &y.key)));
-    join(a[..common].iter().chain(rest))
-}
-
-fn join<'a>(lines: impl IntoIterator<Item = &'a Line<'a>>) -> Vec<u8> {
-    let mut out = Vec::new();
-    for line in lines {
-        out.extend_from_slice(line.bytes);
-        out.push(b'\n');
-    }
-    out
-}
 
 /// The merged `thread.json`, with `stats` (recounted from the merged log
 /// by the caller). When the result says what one side already says, that
@@ -260,96 +179,6 @@ fn record_conflicts(map: &mut Map<String, Value>, conflicts: Vec<(String, Value)
 mod tests {
     use super::*;
     use serde_json::json;
-
-    fn msg(id: &str, ts: &str) -> String {
-        json!({"id": id, "role": "user", "timestamp": ts, "content": [{"type": "text", "text": id}]})
-            .to_string()
-            + "\n"
-    }
-
-    fn log(msgs: &[(&str, &str)]) -> Vec<u8> {
-        msgs.iter()
-            .map(|(id, ts)| msg(id, ts))
-            .collect::<String>()
-            .into_bytes()
-    }
-
-    fn ids(log: &[u8]) -> Vec<String> {
-        lines(log).into_iter().map(|l| l.key).collect()
-    }
-
-    #[test]
-    fn a_log_that_extends_the_other_is_kept_as_it_is() {
-        let short = log(&[("a", "2025-01-01T00:00:02Z"), ("b", "2025-01-01T00:00:01Z")]);
-        let mut long = short.clone();
-        long.extend(log(&[("c", "2025-01-01T00:00:00Z")]));
-        assert_eq!(merge_logs(&short, &long), long);
-        assert_eq!(merge_logs(&long, &short), long);
-        assert_eq!(merge_logs(&long, &long), long);
-    }
-
-    #[test]
-    fn diverged_logs_keep_the_common_prefix_then_every_other_message_once_by_time_and_id() {
-        let base = [("a", "2025-01-01T00:00:00Z"), ("b", "2025-01-01T00:00:01Z")];
-        let ours = log(&[
-            base[0],
-            base[1],
-            ("x", "2025-01-01T00:00:05Z"),
-            ("y", "2025-01-01T00:00:07Z"),
-        ]);
-        let theirs = log(&[
-            base[0],
-            base[1],
-            ("p", "2025-01-01T00:00:06Z"),
-            ("q", "2025-01-01T00:00:05Z"),
-        ]);
-        let merged = merge_logs(&ours, &theirs);
-        assert_eq!(ids(&merged), ["a", "b", "q", "x", "p", "y"]);
-        assert_eq!(
-            merge_logs(&theirs, &ours),
-            merged,
-            "the same on both machines"
-        );
-        // Merging again changes nothing.
-        assert_eq!(merge_logs(&merged, &theirs), merged);
-        assert_eq!(merge_logs(&ours, &merged), merged);
-    }
-
-    #[test]
-    fn no_line_of_this_machines_log_is_dropped_even_under_a_repeated_id() {
-        let ours = [
-            msg("a", "2025-01-01T00:00:00Z"),
-            msg("x", "2025-01-01T00:00:01Z"),
-            msg("x", "2025-01-01T00:00:02Z").replace("\"text\":\"x\"", "\"text\":\"x again\""),
-        ]
-        .concat()
-        .into_bytes();
-        let theirs = log(&[("a", "2025-01-01T00:00:00Z"), ("p", "2025-01-01T00:00:03Z")]);
-        let merged = merge_logs(&ours, &theirs);
-        assert_eq!(ids(&merged), ["a", "x", "x", "p"]);
-        assert!(String::from_utf8_lossy(&merged).contains("x again"));
-        // Theirs repeated is theirs: once.
-        let theirs = [
-            msg("a", "2025-01-01T00:00:00Z"),
-            msg("q", "2025-01-01T00:00:04Z"),
-            msg("q", "2025-01-01T00:00:04Z"),
-        ]
-        .concat();
-        assert_eq!(
-            ids(&merge_logs(
-                &log(&[("a", "2025-01-01T00:00:00Z")]),
-                theirs.as_bytes()
-            )),
-            ["a", "q"]
-        );
-    }
-
-    #[test]
-    fn a_torn_last_line_is_left_out() {
-        let mut ours = log(&[("a", "2025-01-01T00:00:00Z")]);
-        ours.extend_from_slice(b"{\"id\":\"half");
-        assert_eq!(ids(&merge_logs(&ours, b"")), ["a"]);
-    }
 
     #[test]
     fn what_keeps_a_thread_home_survives_any_merge() {

@@ -10,6 +10,7 @@
 //! commits are read back through libgit2.
 
 mod apply;
+pub mod logs;
 pub mod merge;
 mod objects;
 
@@ -229,13 +230,18 @@ pub fn pull(project: &crate::project::Project, repo: &Repo, remote: &str) -> Res
     let here = threads_here(project, &remote_refs)?;
     for (id, commit) in remote_refs {
         let result = crate::store::validate_thread_id(&id).and_then(|()| {
-            let files = objects::read_commit(&repo.main_root, &commit)?;
+            let files = objects::read_commit(
+                &repo.git,
+                &repo.main_root,
+                &commit,
+                &crate::cache::repo_dir(&repo.main_root)?,
+            )?;
             let remote_thread = RemoteThread {
                 id: id.clone(),
                 commit,
                 files,
             };
-            apply::bring_in(repo, here.get(&id), &remote_thread)
+            apply::bring_in(repo, here.get(&id), remote_thread)
         });
         match result {
             Ok(pulled) => report.threads.push(pulled),
@@ -271,7 +277,7 @@ fn threads_here(
 }
 
 /// A thread as the remote has it.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct RemoteThread {
     pub id: String,
     pub commit: String,
@@ -392,7 +398,12 @@ fn fetch_one(repo: &Repo, remote: &str, id: &str) -> Result<RemoteThread> {
     )?;
     let commit = rev_parse(repo, &tracking)?
         .ok_or_else(|| Error::Git(format!("the remote has no thread {id}")))?;
-    let files = objects::read_commit(&repo.main_root, &commit)?;
+    let files = objects::read_commit(
+        &repo.git,
+        &repo.main_root,
+        &commit,
+        &crate::cache::repo_dir(&repo.main_root)?,
+    )?;
     Ok(RemoteThread {
         id: id.to_string(),
         commit,

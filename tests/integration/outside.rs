@@ -482,3 +482,95 @@ fn an_id_a_thread_holds_is_never_appended_again() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(std::fs::read(dir.join("messages.jsonl")).unwrap(), before);
 }
+
+/// Runs `cmd` and returns its own peak resident memory in KiB (VmHWM, read
+/// from /proc until it exits: git's children are not counted).
+fn peak_kib(cmd: &mut std::process::Command) -> (std::process::Output, u64) {
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = format!("/proc/{}/status", child.id());
+    let watcher = std::thread::spawn(move || {
+        let mut peak = 0;
+        while let Ok(text) = std::fs::read_to_string(&status) {
+            if let Some(kb) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse::<u64>().ok())
+            {
+                peak = peak.max(kb);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        peak
+    });
+    let out = child.wait_with_output().unwrap();
+    (out, watcher.join().unwrap())
+}
+
+#[test]
+fn a_pull_of_a_huge_log_stays_within_64_mib() {
+    let (sb, a, b) = crate::sync::machines();
+    let id = new_thread(&sb, &a, "Big");
+    ok(sb.grove(&a).args(["push", &id]));
+    // Another machine's copy: 96 MiB of messages (a few hundred KiB once
+    // git has compressed it).
+    let log = sb.path().join("huge.jsonl");
+    {
+        use std::io::Write;
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&log).unwrap());
+        let pad = "x".repeat(2048);
+        for i in 0..48_000 {
+            writeln!(
+                w,
+                r#"{{"id":"m{i}","role":"user","timestamp":"2025-03-01T10:00:00.000Z","content":[{{"type":"text","text":"{pad}"}}]}}"#
+            )
+            .unwrap();
+        }
+    }
+    let name = format!("refs/grove/threads/{id}");
+    let parent = sb.git(&a, &["rev-parse", &name]);
+    let blob = sb.git(&a, &["hash-object", "-w", log.to_str().unwrap()]);
+    let entries: Vec<String> = sb
+        .git(&a, &["ls-tree", &parent])
+        .lines()
+        .map(|l| match l.ends_with("\tmessages.jsonl") {
+            true => format!("100644 blob {blob}\tmessages.jsonl"),
+            false => l.to_string(),
+        })
+        .collect();
+    let mut cmd = std::process::Command::new("git");
+    sb.env(&mut cmd);
+    let tree = run_with_stdin(
+        cmd.args(["mktree"]).current_dir(&a),
+        entries.join("\n").as_bytes(),
+    );
+    let tree = String::from_utf8(tree.stdout).unwrap().trim().to_string();
+    let commit = sb.git(&a, &["commit-tree", &tree, "-p", &parent, "-m", "big"]);
+    sb.git(&a, &["push", "-q", "origin", &format!("{commit}:{name}")]);
+    std::fs::remove_file(&log).unwrap();
+
+    // Merged into the thread here, and new to another clone.
+    for (repo, outcome) in [(&a, "merged"), (&b, "new")] {
+        let (out, kib) = peak_kib(sb.grove(repo).args(["pull", "--json"]));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report = json(&String::from_utf8_lossy(&out.stdout));
+        assert_eq!(report["threads"][0]["outcome"], outcome, "{report}");
+        assert_eq!(report["threads"][0]["newMessages"], 48_000, "{report}");
+        eprintln!("grove pull ({outcome}) peak: {kib} KiB");
+        assert!(kib > 0 && kib < 64 * 1024, "grove's peak: {kib} KiB");
+    }
+    let dir = PathBuf::from(row_of(&sb, &a, &id)["threadDir"].as_str().unwrap());
+    let merged = std::fs::read(dir.join("messages.jsonl")).unwrap();
+    assert_eq!(
+        merged.iter().filter(|&&b| b == b'\n').count(),
+        48_000,
+        "every message, once"
+    );
+}

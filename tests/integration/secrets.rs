@@ -135,7 +135,105 @@ fn visit(value: &serde_json::Value, f: &mut dyn FnMut(&str)) {
     match value {
         serde_json::Value::String(s) => f(s),
         serde_json::Value::Array(items) => items.iter().for_each(|v| visit(v, f)),
-        serde_json::Value::Object(map) => map.values().for_each(|v| visit(v, f)),
+        // Keys too: the scan reads them as it reads values.
+        serde_json::Value::Object(map) => map.iter().for_each(|(k, v)| {
+            f(k);
+            visit(v, f);
+        }),
         _ => {}
     }
+}
+
+/// A second token, and `s` with every character a `\uXXXX` escape.
+fn other_token() -> String {
+    format!("{}_{}", "ghp", "Wn3Yb6Hc1Jd5Fs0Ga2Ue7R7mQ2xV9kLp4Tz8")
+}
+
+fn all_escaped(s: &str) -> String {
+    s.encode_utf16().map(|u| format!("\\u{u:04x}")).collect()
+}
+
+/// Appends `lines` to the thread's log as they are (`append` would parse
+/// and rewrite them).
+fn write_raw(dir: &Path, id: &str, lines: &[String]) {
+    use std::io::Write;
+    let log = dir.join(".agent/threads").join(id).join("messages.jsonl");
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(log)
+        .unwrap();
+    for line in lines {
+        writeln!(file, "{line}").unwrap();
+    }
+}
+
+#[test]
+fn export_redact_leaves_no_secret_used_as_a_key() {
+    let sb = Sandbox::new();
+    let dir = sb.dir("p");
+    let id = new_thread(&sb, &dir, "Deploy");
+    let line = serde_json::json!({
+        "id": "m1", "role": "agent", "timestamp": "2025-03-01T10:00:00.000Z",
+        "content": [{"type": "text", "text": "the env, by name"}],
+        "metadata": {token(): "GH_TOKEN"},
+        "toolCalls": [{"toolCallId": "t1", "name": "bash", "status": "completed",
+            "input": "echo", "rawInput": {token(): "echo"}, "output": "ok"}]
+    });
+    append_stdin(&sb, &dir, &id, &line.to_string());
+    let found = json(&String::from_utf8_lossy(
+        &run(sb.grove(&dir).args(["scan", &id, "--json"])).stdout,
+    ));
+    assert_eq!(found.as_array().map(Vec::len), Some(2), "{found}");
+    for format in ["jsonl", "md", "html"] {
+        let out = ok(sb
+            .grove(&dir)
+            .args(["export", &id, "-f", format, "--redact"]));
+        assert!(!out.contains(&token()), "{format}: {out}");
+    }
+    let jsonl = ok(sb
+        .grove(&dir)
+        .args(["export", &id, "-f", "jsonl", "--redact"]));
+    assert!(jsonl.contains("[REDACTED:github-token]"), "{jsonl}");
+}
+
+#[test]
+fn scan_finds_secrets_behind_a_duplicate_key_and_below_serdes_depth_and_export_redacts_them() {
+    let sb = Sandbox::new();
+    let dir = sb.dir("p");
+    let id = new_thread(&sb, &dir, "Deploy");
+    let head = r#"{"id":"m1","role":"agent","timestamp":"2025-03-01T10:00:00.000Z","content":[{"type":"text","text":"hi"}]"#;
+    let duplicate = format!(
+        r#"{head},"note":{{"text":"{}","text":"nothing"}}}}"#,
+        token()
+    );
+    let deep = format!(
+        r#"{},"deep":{}"{}"{}}}"#,
+        head.replace("m1", "m2"),
+        "[".repeat(200),
+        all_escaped(&other_token()),
+        "]".repeat(200)
+    );
+    write_raw(&dir, &id, &[duplicate, deep]);
+    let out = run(sb.grove(&dir).args(["scan", &id]));
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        [
+            format!("{id}:messages.jsonl:1: github-token ghp_… (40 chars)"),
+            format!("{id}:messages.jsonl:2: github-token ghp_… (40 chars)"),
+        ]
+    );
+    let jsonl = ok(sb
+        .grove(&dir)
+        .args(["export", &id, "-f", "jsonl", "--redact"]));
+    for hidden in [token(), other_token(), all_escaped(&other_token())] {
+        assert!(!jsonl.contains(&hidden), "{jsonl}");
+    }
+    assert_eq!(
+        jsonl.matches("[REDACTED:github-token]").count(),
+        2,
+        "{jsonl}"
+    );
 }

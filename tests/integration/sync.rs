@@ -315,3 +315,56 @@ fn switch_makes_a_worktree_here_for_another_machines_task() {
     assert_eq!(row["status"], "live");
     assert_eq!(message_ids(&thread_dir(&sb, &b, &id)), ["m1"]);
 }
+
+/// A GitHub token of the documented shape, built here so that no scanner
+/// takes this file for a leak.
+fn token(n: usize) -> String {
+    let body = "R7mQ2xV9kLp4Tz8Wn3Yb6Hc1Jd5Fs0Ga2Ue7Kq4Xw9Zs3Pm";
+    format!("{}_{}", "ghp", &body[n % 8..n % 8 + 36])
+}
+
+/// Every place of the bare `remote` that holds `needle`: a ref's name, or
+/// the bytes of an object (commit messages, tree entry names, blobs).
+fn copies_in_remote(remote: &Path, needle: &str) -> Vec<String> {
+    let repo = git2::Repository::open_bare(remote).unwrap();
+    let mut found: Vec<String> = repo
+        .references()
+        .unwrap()
+        .filter_map(|r| r.unwrap().name().ok().map(str::to_string))
+        .filter(|name| name.contains(needle))
+        .collect();
+    let odb = repo.odb().unwrap();
+    odb.foreach(|oid| {
+        let object = odb.read(*oid).unwrap();
+        if memchr::memmem::find(object.data(), needle.as_bytes()).is_some() {
+            found.push(format!("{} {oid}", object.kind()));
+        }
+        true
+    })
+    .unwrap();
+    found
+}
+
+#[test]
+fn push_redact_sends_no_copy_of_a_secret_used_as_a_key() {
+    let (sb, a, b) = machines();
+    let token = token(1);
+    let id = new_thread(&sb, &a, "Deploy");
+    let line = serde_json::json!({
+        "id": "m1", "role": "agent", "timestamp": "2025-03-01T10:00:00.000Z",
+        "content": [{"type": "text", "text": "the env, by name"}],
+        "metadata": {token.clone(): "GH_TOKEN"}
+    });
+    append_stdin(&sb, &a, &id, &line.to_string());
+    fails_with(sb.grove(&a).args(["push", &id]), 1);
+    let pushed = json(&ok(sb.grove(&a).args(["push", &id, "--redact", "--json"])));
+    assert_eq!(pushed["pushed"][0]["redacted"], 1, "{pushed}");
+    let remote = sb.path().join("remote.git");
+    assert_eq!(copies_in_remote(&remote, &token), Vec::<String>::new());
+    ok(sb.grove(&b).args(["pull"]));
+    let there = message_lines(&thread_dir(&sb, &b, &id));
+    assert_eq!(
+        there[0]["metadata"]["[REDACTED:github-token]"], "GH_TOKEN",
+        "{there:?}"
+    );
+}

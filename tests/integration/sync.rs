@@ -346,6 +346,34 @@ fn copies_in_remote(remote: &Path, needle: &str) -> Vec<String> {
 }
 
 #[test]
+fn push_redact_sends_no_copy_of_a_secret_in_the_title_not_even_in_the_commit_message() {
+    let (sb, a, b) = machines();
+    let token = token(0);
+    let id = new_thread(&sb, &a, &format!("Deploy with {token}"));
+    append_stdin(
+        &sb,
+        &a,
+        &id,
+        &msg("m1", "2025-03-01T10:00:00.000Z", "deployed"),
+    );
+    fails_with(sb.grove(&a).args(["push", &id]), 1);
+    ok(sb.grove(&a).args(["push", &id, "--redact"]));
+    let remote = sb.path().join("remote.git");
+    assert_eq!(copies_in_remote(&remote, &token), Vec::<String>::new());
+    let message = sb.git(
+        &remote,
+        &["log", "--format=%B", &format!("refs/grove/threads/{id}")],
+    );
+    assert!(
+        message.contains(&format!("grove: thread {id}"))
+            && message.contains("Deploy with [REDACTED:github-token]"),
+        "{message}"
+    );
+    ok(sb.grove(&b).args(["pull"]));
+    ok(sb.grove(&b).args(["scan", &id]));
+}
+
+#[test]
 fn push_redact_sends_no_copy_of_a_secret_used_as_a_key() {
     let (sb, a, b) = machines();
     let token = token(1);

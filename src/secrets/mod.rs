@@ -7,8 +7,8 @@
 //! token, keys as well as values, every copy of a duplicate key, at any
 //! depth, escapes decoded — not serde's tree of them (it keeps one copy of
 //! a duplicate key and stops at a depth, and other readers do not). A
-//! line that is not JSON is looked at as text as well. Assets (images,
-//! files) are not looked into.
+//! line that is not JSON is looked at as text as well. The names of the
+//! asset files are looked at; their contents (images, files) are not.
 //!
 //! The copy replaces each secret in the bytes it is written in, escapes
 //! included, so that no reading of what leaves gives it back.
@@ -28,6 +28,9 @@ pub use rules::{Span, find, names as rule_names};
 use crate::error::{Error, IoContext, Result};
 use crate::store::{Store, Thread};
 
+/// [`Finding::file`] of a secret in the name of an asset file.
+pub const ASSET_NAMES: &str = crate::atsf::ASSETS_DIR;
+
 /// How many times a line is redacted again at most: a replacement can
 /// uncover a secret that overlapped the one replaced (only the first of
 /// overlapping matches is taken at a time).
@@ -38,9 +41,10 @@ const REDACTION_PASSES: usize = 8;
 #[serde(rename_all = "camelCase")]
 pub struct Finding {
     pub thread_id: String,
-    /// `thread.json` or `messages.jsonl`.
+    /// `thread.json`, `messages.jsonl`, or `assets` (the name of an asset
+    /// file).
     pub file: &'static str,
-    /// 1-based line of that file.
+    /// 1-based line of that file; 0 for an asset file's name.
     pub line: u64,
     pub rule: &'static str,
     /// The secret with all but its first characters hidden.
@@ -55,7 +59,7 @@ struct Hit {
     lines_before: u64,
 }
 
-/// The secrets in a thread's `thread.json` and log.
+/// The secrets in a thread's `thread.json`, log and asset file names.
 pub fn scan_thread(thread: &Thread) -> Result<Vec<Finding>> {
     thread.guard()?;
     let id = thread.id();
@@ -83,13 +87,20 @@ pub fn scan_thread(thread: &Thread) -> Result<Vec<Finding>> {
             }
         }
     }
+    for (name, _) in asset_files(&thread.assets_dir()) {
+        for hit in secrets_in_text(&name.to_string_lossy()) {
+            findings.push(finding(ASSET_NAMES, 0, hit));
+        }
+    }
     Ok(findings)
 }
 
 /// A copy of `thread` in `into` (a store directory, e.g. a temporary one)
 /// with every secret replaced by `[REDACTED:<rule>]` where it is written;
-/// lines without one keep their bytes, assets are linked (or copied).
-/// Returns the copy and how many secrets were replaced.
+/// lines without one keep their bytes, assets are linked (or copied), an
+/// asset whose name holds a secret under its name redacted (as the
+/// references to it are). Returns the copy and how many secrets were
+/// replaced.
 pub fn redacted_copy(thread: &Thread, into: &Path) -> Result<(Thread, usize)> {
     thread.guard()?;
     let store = Store::for_project(into);
@@ -106,7 +117,7 @@ pub fn redacted_copy(thread: &Thread, into: &Path) -> Result<(Thread, usize)> {
         &thread.messages_path(),
         &dir.join(crate::atsf::MESSAGES_FILE),
     )?;
-    link_assets(&thread.assets_dir(), &dir.join(crate::atsf::ASSETS_DIR))?;
+    replaced += link_assets(&thread.assets_dir(), &dir.join(crate::atsf::ASSETS_DIR))?;
     Ok((store.thread(thread.id())?, replaced))
 }
 
@@ -278,19 +289,38 @@ pub fn mask(secret: &str) -> String {
     format!("{kept}… ({} chars)", secret.chars().count())
 }
 
-/// Links (or copies) the asset files into the copy.
-fn link_assets(from: &Path, to: &Path) -> Result<()> {
-    let Ok(entries) = std::fs::read_dir(from) else {
-        return Ok(());
-    };
-    std::fs::create_dir_all(to).ctx("creating", to)?;
-    for entry in entries.flatten() {
-        if entry.file_type().is_ok_and(|t| t.is_file()) {
-            let dest: PathBuf = to.join(entry.file_name());
-            crate::fsutil::link_or_copy(&entry.path(), &dest, true)?;
-        }
+/// Links (or copies) the asset files into the copy, each whose name holds
+/// a secret under its name redacted; how many secrets that replaced.
+fn link_assets(from: &Path, to: &Path) -> Result<usize> {
+    let files = asset_files(from);
+    if files.is_empty() {
+        return Ok(0);
     }
-    Ok(())
+    std::fs::create_dir_all(to).ctx("creating", to)?;
+    let mut replaced = 0;
+    for (name, path) in files {
+        let (redacted, n) = redact_text(&name.to_string_lossy());
+        let dest = match n {
+            0 => to.join(&name),
+            _ => to.join(redacted),
+        };
+        replaced += n;
+        crate::fsutil::link_or_copy(&path, &dest, true)?;
+    }
+    Ok(replaced)
+}
+
+/// The regular files of a thread's `assets/` (none when it cannot be
+/// read): name and path.
+fn asset_files(dir: &Path) -> Vec<(std::ffi::OsString, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| (e.file_name(), e.path()))
+        .collect()
 }
 
 /// What to do with a thread that holds secrets when it is about to leave
@@ -320,6 +350,9 @@ pub struct Leaving {
 
 /// Scans `thread` and applies `policy`.
 pub fn prepare_to_leave(thread: &Thread, policy: Policy) -> Result<Leaving> {
+    if policy != Policy::Allow {
+        refuse_a_secret_id(thread)?;
+    }
     let findings = scan_thread(thread)?;
     if findings.is_empty() || policy == Policy::Allow {
         return Ok(Leaving {
@@ -343,6 +376,20 @@ pub fn prepare_to_leave(thread: &Thread, policy: Policy) -> Result<Leaving> {
         redacted: true,
         _copy: Some(tmp),
     })
+}
+
+/// A thread whose id is a secret cannot be redacted: the id names it
+/// wherever it goes (the ref a push makes, the copy an export reads).
+fn refuse_a_secret_id(thread: &Thread) -> Result<()> {
+    let Some(span) = find(thread.id()).into_iter().next() else {
+        return Ok(());
+    };
+    Err(Error::Refused(format!(
+        "the id of thread {} is a secret ({}): it names the thread wherever it goes (the ref \
+         `grove push` makes, an export) and cannot be redacted; --allow-secrets sends it as it is",
+        mask(thread.id()),
+        span.rule
+    )))
 }
 
 /// The error `push` and `export` refuse a thread with.

@@ -396,3 +396,81 @@ fn push_redact_sends_no_copy_of_a_secret_used_as_a_key() {
         "{there:?}"
     );
 }
+
+#[test]
+fn an_asset_named_with_a_secret_is_found_and_leaves_under_its_redacted_name() {
+    let (sb, a, b) = machines();
+    let token = token(2);
+    let id = new_thread(&sb, &a, "Screenshots");
+    let name = format!("{token}.png");
+    let assets = thread_dir(&sb, &a, &id).join("assets");
+    std::fs::create_dir_all(&assets).unwrap();
+    std::fs::write(assets.join(&name), b"\x89PNG fake").unwrap();
+    let line = serde_json::json!({
+        "id": "m1", "role": "user", "timestamp": "2025-03-01T10:00:00.000Z",
+        "content": [{"type": "image", "assetRef": name, "mimeType": "image/png"}]
+    });
+    // Written as it is: `append` would store the image under its own name.
+    let log = thread_dir(&sb, &a, &id).join("messages.jsonl");
+    std::fs::write(&log, format!("{line}\n")).unwrap();
+    let scanned = json(&String::from_utf8_lossy(
+        &run(sb.grove(&a).args(["scan", &id, "--json"])).stdout,
+    ));
+    let files: BTreeSet<&str> = scanned
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        files,
+        BTreeSet::from(["assets", "messages.jsonl"]),
+        "{scanned}"
+    );
+    fails_with(sb.grove(&a).args(["push", &id]), 1);
+    ok(sb.grove(&a).args(["push", &id, "--redact"]));
+    let remote = sb.path().join("remote.git");
+    assert_eq!(copies_in_remote(&remote, &token), Vec::<String>::new());
+    ok(sb.grove(&b).args(["pull"]));
+    let there = thread_dir(&sb, &b, &id);
+    let asset_ref = message_lines(&there)[0]["content"][0]["assetRef"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(asset_ref, "[REDACTED:github-token].png");
+    assert_eq!(
+        std::fs::read(there.join("assets").join(&asset_ref)).unwrap(),
+        b"\x89PNG fake",
+        "the reference still leads to the image"
+    );
+}
+
+#[test]
+fn a_thread_whose_id_is_a_secret_is_refused_even_with_redact() {
+    let (sb, a, _b) = machines();
+    let token = token(3);
+    let made = new_thread(&sb, &a, "Imported");
+    // A thread brought in from elsewhere under an id that is a secret.
+    let threads = thread_dir(&sb, &a, &made).parent().unwrap().to_path_buf();
+    let dir = threads.join(&token);
+    std::fs::rename(threads.join(&made), &dir).unwrap();
+    let meta_path = dir.join("thread.json");
+    let mut meta = read_json(&meta_path);
+    meta["threadId"] = serde_json::Value::String(token.clone());
+    std::fs::write(&meta_path, serde_json::to_vec_pretty(&meta).unwrap()).unwrap();
+
+    fails_with(sb.grove(&a).args(["scan", &token]), 1);
+    let err = fails_with(sb.grove(&a).args(["push", &token, "--redact"]), 1);
+    assert!(
+        err.contains("id") && err.contains("--allow-secrets"),
+        "{err}"
+    );
+    let err = fails_with(
+        sb.grove(&a)
+            .args(["export", &token, "-f", "md", "--redact"]),
+        1,
+    );
+    assert!(err.contains("--allow-secrets"), "{err}");
+    let remote = sb.path().join("remote.git");
+    assert_eq!(copies_in_remote(&remote, &token), Vec::<String>::new());
+}

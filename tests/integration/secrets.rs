@@ -237,3 +237,47 @@ fn scan_finds_secrets_behind_a_duplicate_key_and_below_serdes_depth_and_export_r
         "{jsonl}"
     );
 }
+
+#[test]
+fn a_session_exported_with_redact_carries_no_secret_in_its_working_directory() {
+    let sb = Sandbox::new();
+    let dir = sb.dir("p");
+    let id = new_thread(&sb, &dir, "Deploy");
+    append_stdin(
+        &sb,
+        &dir,
+        &id,
+        &serde_json::json!({
+            "id": "m1", "role": "user", "timestamp": "2025-03-01T10:00:00.000Z",
+            "content": [{"type": "text", "text": "deploy it"}]
+        })
+        .to_string(),
+    );
+    let meta_path = dir.join(".agent/threads").join(&id).join("thread.json");
+    let mut meta = read_json(&meta_path);
+    meta["context"]["workingDir"] = serde_json::Value::String(format!("/srv/{}/app", token()));
+    std::fs::write(&meta_path, serde_json::to_vec_pretty(&meta).unwrap()).unwrap();
+    for format in ["claude", "codex"] {
+        let out = sb.path().join(format!("session-{format}.jsonl"));
+        fails_with(
+            sb.grove(&dir)
+                .args(["export", &id, "-f", format, "-o", out.to_str().unwrap()]),
+            1,
+        );
+        ok(sb.grove(&dir).args([
+            "export",
+            &id,
+            "-f",
+            format,
+            "--redact",
+            "-o",
+            out.to_str().unwrap(),
+        ]));
+        let session = std::fs::read_to_string(&out).unwrap();
+        assert!(!session.contains(&token()), "{format}: {session}");
+        assert!(
+            session.contains("[REDACTED:github-token]"),
+            "{format}: {session}"
+        );
+    }
+}

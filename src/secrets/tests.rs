@@ -447,3 +447,53 @@ fn a_secret_key_in_thread_json_is_found_and_redacted_in_the_copy() {
     assert!(!meta.contains(&token), "{meta}");
     copy.meta().expect("the copy's thread.json still reads");
 }
+
+#[test]
+fn values_that_are_not_random_or_are_documented_examples_are_not_secrets() {
+    // AWS's documented example keys, built here so no scanner stops at them.
+    let example_id = format!("{}IA{}", "AK", "IOSFODNN7EXAMPLE");
+    let example_secret = format!("{}/{}/{}", "wJalrXUtnFEMI", "K7MDENG", "bPxRfiCYEXAMPLEKEY");
+    for text in [
+        "SECRET_MANAGER_REGION=eu-west-1".to_string(),
+        "API_KEY_HEADER=X-Api-Key".to_string(),
+        "PASSWORD_RESET_URL=https://app.example.org/account/reset?step=2".to_string(),
+        "PASSWORD_RESET_URL=https://accounts.acme.io/reset".to_string(),
+        "TOKEN_TTL_SECONDS=86400000".to_string(),
+        "export SECRET_KEY_FILE=config/master.key".to_string(),
+        format!("AWS_ACCESS_KEY_ID={example_id}"),
+        format!("AWS_SECRET_ACCESS_KEY={example_secret}"),
+        format!("aws_secret_access_key = {example_secret}"),
+        format!("the docs use {example_id} and {example_secret}"),
+    ] {
+        assert_eq!(find(&text), Vec::new(), "{text}");
+    }
+}
+
+#[test]
+fn random_values_next_to_the_same_names_are_still_secrets() {
+    for (text, rule) in [
+        (
+            format!("SECRET_MANAGER_KEY={}", random(60, 24)),
+            "env-secret",
+        ),
+        (format!("DB_PASSWORD={}9x", random(61, 10)), "env-secret"),
+        (
+            format!("API_KEY={}-{}", random(62, 12), random(63, 12)),
+            "env-secret",
+        ),
+        (
+            format!(
+                "AWS_ACCESS_KEY_ID={}IA{}",
+                "AK",
+                random(64, 16).to_uppercase()
+            ),
+            "aws-access-key-id",
+        ),
+    ] {
+        assert_eq!(
+            find(&text).iter().map(|s| s.rule).collect::<Vec<_>>(),
+            [rule],
+            "{text}"
+        );
+    }
+}

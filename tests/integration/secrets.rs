@@ -239,6 +239,36 @@ fn scan_finds_secrets_behind_a_duplicate_key_and_below_serdes_depth_and_export_r
 }
 
 #[test]
+fn ordinary_settings_and_documented_example_keys_are_not_secrets() {
+    let sb = Sandbox::new();
+    let dir = sb.dir("p");
+    let id = new_thread(&sb, &dir, "Configure");
+    let env = [
+        "SECRET_MANAGER_REGION=eu-west-1".to_string(),
+        "API_KEY_HEADER=X-Api-Key".to_string(),
+        "PASSWORD_RESET_URL=https://accounts.acme.io/reset".to_string(),
+        "TOKEN_TTL_SECONDS=86400000".to_string(),
+        // AWS's documented examples, built so no scanner stops at this file.
+        format!("AWS_ACCESS_KEY_ID={}IA{}", "AK", "IOSFODNN7EXAMPLE"),
+        format!(
+            "AWS_SECRET_ACCESS_KEY={}/{}/{}",
+            "wJalrXUtnFEMI", "K7MDENG", "bPxRfiCYEXAMPLEKEY"
+        ),
+    ]
+    .join("\n");
+    let line = serde_json::json!({
+        "id": "m1", "role": "agent", "timestamp": "2025-03-01T10:00:00.000Z",
+        "content": [{"type": "text", "text": format!("Your settings:\n{env}")}],
+        "toolCalls": [{"toolCallId": "t1", "name": "bash", "status": "completed",
+            "input": "cat .env", "output": env}]
+    });
+    append_stdin(&sb, &dir, &id, &line.to_string());
+    let out = ok(sb.grove(&dir).args(["scan", &id]));
+    assert_eq!(out, "", "nothing found");
+    ok(sb.grove(&dir).args(["export", &id, "-f", "jsonl"]));
+}
+
+#[test]
 fn a_session_exported_with_redact_carries_no_secret_in_its_working_directory() {
     let sb = Sandbox::new();
     let dir = sb.dir("p");

@@ -59,23 +59,38 @@ pub(super) fn decode(contents: &[u8]) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// The bytes of `contents` that decode to `decoded[span]` ([`decode`]'s
-/// text): whole escapes, so replacing them keeps the string valid.
-pub(super) fn raw_range(contents: &[u8], span: Range<usize>) -> Range<usize> {
+/// The bytes of `contents` that decode to each of `spans` of [`decode`]'s
+/// text (in order, not overlapping): whole escapes, so replacing them
+/// keeps the string valid. One walk, however many spans.
+pub(super) fn raw_ranges(contents: &[u8], spans: &[Range<usize>]) -> Vec<Range<usize>> {
     if !contents.contains(&b'\\') && std::str::from_utf8(contents).is_ok() {
-        return span;
+        return spans.to_vec();
     }
-    let (mut start, mut decoded) = (contents.len(), 0);
+    let mut out = Vec::with_capacity(spans.len());
+    let mut pending = spans.iter().peekable();
+    let mut start = None;
+    let mut decoded = 0;
     for (raw, c) in units(contents) {
-        if decoded == span.start {
-            start = raw.start;
-        }
-        if decoded >= span.end {
-            return start..raw.start;
+        while let Some(span) = pending.peek() {
+            match start {
+                Some(from) if decoded >= span.end => {
+                    out.push(from..raw.start);
+                    start = None;
+                    pending.next();
+                }
+                None if decoded == span.start => {
+                    start = Some(raw.start);
+                    break;
+                }
+                _ => break,
+            }
         }
         decoded += c.len_utf8();
     }
-    start.min(contents.len())..contents.len()
+    if let (Some(from), Some(_)) = (start, pending.peek()) {
+        out.push(from..contents.len());
+    }
+    out
 }
 
 /// Each decoded character of `contents` with the bytes it comes from.
@@ -339,15 +354,18 @@ mod tests {
     }
 
     #[test]
-    fn a_decoded_range_maps_back_to_whole_escapes() {
+    fn decoded_ranges_map_back_to_whole_escapes() {
         let raw = br"\u00e9ab\ud83d\ude00cd\n";
         let text = decode(raw);
-        let at = text.find("ab").unwrap();
-        assert_eq!(raw_range(raw, at..at + 2), 6..8);
-        let at = text.find("cd").unwrap();
-        assert_eq!(&raw[raw_range(raw, at..text.len())], br"cd\n");
+        let ab = text.find("ab").unwrap();
         let emoji = text.find('\u{1F600}').unwrap();
-        assert_eq!(&raw[raw_range(raw, emoji..emoji + 4)], br"\ud83d\ude00");
+        let cd = text.find("cd").unwrap();
+        let ranges = raw_ranges(raw, &[ab..ab + 2, emoji..emoji + 4, cd..text.len()]);
+        let bytes: Vec<&[u8]> = ranges.into_iter().map(|r| &raw[r]).collect();
+        assert_eq!(bytes, [&b"ab"[..], br"\ud83d\ude00", br"cd\n"]);
+        // Spans side by side: each ends where the next starts.
+        let ranges = raw_ranges(raw, &[0..ab, ab..ab + 2]);
+        assert_eq!(ranges, [0..6, 6..8]);
     }
 
     #[test]

@@ -176,10 +176,15 @@ fn secrets_in_strings(raw: &[u8]) -> Vec<Written> {
     for contents in json::strings(raw) {
         let written = &raw[contents.clone()];
         let text = json::decode(written);
-        for span in find(&text) {
-            let within = json::raw_range(written, span.start..span.end);
+        let spans = find(&text);
+        if spans.is_empty() {
+            continue;
+        }
+        let decoded: Vec<Range<usize>> = spans.iter().map(|s| s.start..s.end).collect();
+        let within = json::raw_ranges(written, &decoded);
+        for (span, bytes) in spans.iter().zip(within) {
             out.push(Written {
-                bytes: contents.start + within.start..contents.start + within.end,
+                bytes: contents.start + bytes.start..contents.start + bytes.end,
                 rule: span.rule,
                 secret: text[span.start..span.end].to_string(),
             });

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use grove::agent::{Native, resume};
 use grove::export::{self, Format};
+use grove::secrets::Policy;
 
 use super::Output;
 
@@ -140,6 +141,10 @@ fn run_native(args: &Args, native: Native, cwd: &Path, out: &Output) -> anyhow::
                 project.root.clone()
             }
         });
+    let run_in = match &leaving {
+        Some(_) if args.secrets.policy() != Policy::Allow => redacted_path(run_in),
+        _ => run_in,
+    };
     let session = resume::new_session_id(native);
     let (path, report) = match args.output.as_deref() {
         None => {
@@ -188,6 +193,16 @@ fn run_native(args: &Args, native: Native, cwd: &Path, out: &Output) -> anyhow::
         out.line(&path.display().to_string())?;
     }
     Ok(super::exit::SUCCESS)
+}
+
+/// The session's working directory as it may leave with it: a secret in
+/// the path (a worktree named after a title, a recorded directory) is
+/// redacted as the thread's are; a path without one keeps its bytes.
+fn redacted_path(path: PathBuf) -> PathBuf {
+    match grove::secrets::redact_text(&path.to_string_lossy()) {
+        (_, 0) => path,
+        (redacted, _) => PathBuf::from(redacted),
+    }
 }
 
 /// `-o` never writes over a file of a thread — anything under a

@@ -12,9 +12,10 @@ use super::Output;
 /// the big code hosts and chat tools, private key blocks, JWTs, database
 /// URLs with passwords, `.env` assignments of secret names, long random
 /// values next to key/token/secret. Looks at every string of thread.json
-/// and of every message (text, tool inputs and outputs, metadata). Prints
-/// THREAD:FILE:LINE: RULE and the secret masked. Exits 1 when anything is
-/// found.
+/// and of every message, keys and values, at any depth, escapes decoded
+/// (text, tool inputs and outputs, metadata), and at the names of asset
+/// files. Prints THREAD:FILE:LINE: RULE (FILE `assets`, line 0: an asset's
+/// name) and the secret masked. Exits 1 when anything is found.
 #[derive(clap::Args)]
 pub struct Args {
     /// Threads (id or unique prefix); none: every thread of this repository.

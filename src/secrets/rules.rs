@@ -137,7 +137,7 @@ const RULES: &[Rule] = &[
         // `.env` style: a SECRET-sounding name assigned a value at a line's start.
         pattern: r#"(?m)^[ \t]*(?:export[ \t]+)?[A-Z0-9_]*(?:SECRET|TOKEN|PASSWORD|PASSWD|API_?KEY|PRIVATE_?KEY|ACCESS_?KEY|CREDENTIALS?)[A-Z0-9_]*[ \t]*=[ \t]*["']?([^\s"'#]{8,})"#,
         group: 1,
-        check: Some(not_placeholder),
+        check: Some(not_a_setting),
     },
     Rule {
         name: "generic-secret",
@@ -184,7 +184,10 @@ pub fn find(text: &str) -> Vec<Span> {
             let Some(m) = caps.get(rule.group) else {
                 continue;
             };
-            if m.is_empty() || rule.check.is_some_and(|check| !check(m.as_str())) {
+            if m.is_empty()
+                || is_documented_example(m.as_str())
+                || rule.check.is_some_and(|check| !check(m.as_str()))
+            {
                 continue;
             }
             let span = Span {
@@ -235,13 +238,94 @@ fn not_placeholder(value: &str) -> bool {
     !placeholder
 }
 
-/// Mixed letters and digits with the entropy of a random string, not a
-/// word, a path or a repeated pattern.
+/// AWS's documentation marks its example keys with `EXAMPLE`
+/// (`AKIAIOSFODNN7EXAMPLE`, `wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY`);
+/// they are copied into configs and tests everywhere, and a real key
+/// holding the word does not occur.
+fn is_documented_example(secret: &str) -> bool {
+    secret.contains("EXAMPLE")
+}
+
+/// A value assigned to a secret-sounding name that is a secret, not a
+/// setting about secrets (`SECRET_MANAGER_REGION=eu-west-1`,
+/// `API_KEY_HEADER=X-Api-Key`, `PASSWORD_RESET_URL=https://…`,
+/// `TOKEN_TTL_SECONDS=86400000`): not a placeholder, and not made of
+/// words and numbers.
+fn not_a_setting(value: &str) -> bool {
+    not_placeholder(value) && !is_words_and_numbers(value)
+}
+
+/// The longest run of letters taken for a word.
+const LONGEST_WORD: usize = 20;
+
+/// Whether `value` is words and numbers joined by punctuation: a region,
+/// a header name, a URL or path of plain names, a duration — what people
+/// write, not what a generator draws. A random secret mixes letters and
+/// digits, or cases, within its runs.
+fn is_words_and_numbers(value: &str) -> bool {
+    value
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|part| !part.is_empty())
+        .all(|part| is_number(part) || is_word(part) || is_word_with_number(part))
+}
+
+fn is_number(part: &str) -> bool {
+    part.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Letters as words are written: `eu`, `API`, `Key`, `camelCase` (each
+/// hump two letters at least), and not longer than a word.
+fn is_word(part: &str) -> bool {
+    if part.len() > LONGEST_WORD || !part.bytes().all(|b| b.is_ascii_alphabetic()) {
+        return false;
+    }
+    let all_upper = part.bytes().all(|b| b.is_ascii_uppercase());
+    all_upper || humps(part).all(|hump| hump.len() >= 2 || hump == part)
+}
+
+/// `part` cut before each capital that follows a small letter.
+fn humps(part: &str) -> impl Iterator<Item = &str> {
+    let bytes = part.as_bytes();
+    let mut start = 0;
+    let mut i = 1;
+    std::iter::from_fn(move || {
+        if start >= bytes.len() {
+            return None;
+        }
+        while i < bytes.len()
+            && !(bytes[i].is_ascii_uppercase() && bytes[i - 1].is_ascii_lowercase())
+        {
+            i += 1;
+        }
+        let hump = &part[start..i];
+        start = i;
+        i += 1;
+        Some(hump)
+    })
+}
+
+/// A word with a short number after it (`west1`, `v2`, `sha256`) or a
+/// number with a short unit (`10s`, `500ms`, `64k`).
+fn is_word_with_number(part: &str) -> bool {
+    let letters = part.bytes().take_while(u8::is_ascii_alphabetic).count();
+    let (word, digits) = part.split_at(letters);
+    if !word.is_empty() && (1..=3).contains(&digits.len()) && is_number(digits) {
+        return is_word(word);
+    }
+    let digits = part.bytes().take_while(u8::is_ascii_digit).count();
+    let (number, unit) = part.split_at(digits);
+    !number.is_empty()
+        && (1..=3).contains(&unit.len())
+        && unit.bytes().all(|b| b.is_ascii_lowercase())
+}
+
+/// Mixed letters and digits with the entropy of a random string, not
+/// words, a path or a repeated pattern.
 fn looks_random(value: &str) -> bool {
     let has_digit = value.bytes().any(|b| b.is_ascii_digit());
     let has_upper = value.bytes().any(|b| b.is_ascii_uppercase());
     let has_lower = value.bytes().any(|b| b.is_ascii_lowercase());
-    not_placeholder(value)
+    not_a_setting(value)
         && has_digit
         && (has_upper || has_lower)
         && !value.contains("..")

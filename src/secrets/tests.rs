@@ -3,6 +3,7 @@
 //! in JSON-escaped tool output and in an image's metadata, and redacted.
 
 use super::*;
+use serde_json::Value;
 
 /// `n` characters of a fixed pseudo-random alphanumeric stream.
 fn random(seed: u64, n: usize) -> String {
@@ -274,4 +275,225 @@ fn a_secret_in_thread_json_is_found_on_its_line() {
     let text = std::fs::read_to_string(thread.meta_path()).unwrap();
     let line = text.lines().position(|l| l.contains(&token)).unwrap() as u64 + 1;
     assert_eq!(findings[0].line, line);
+}
+
+/// A GitHub token of the documented shape, from the pseudo-random stream.
+fn github_token(seed: u64) -> String {
+    format!("{}_{}", "ghp", random(seed, 36))
+}
+
+/// A message line with `rest` spliced in after its content: raw JSON text,
+/// to write what serde would never write (duplicate keys, deep nesting).
+fn raw_message(id: &str, rest: &str) -> String {
+    format!(
+        r#"{{"id":"{id}","role":"agent","timestamp":"2025-03-01T10:00:00.000Z","content":[{{"type":"text","text":"hi"}}]{rest}}}"#
+    )
+}
+
+/// `s` with every character as a `\uXXXX` escape (what any JSON reader
+/// decodes back to `s`, and no text search of the bytes finds).
+fn all_escaped(s: &str) -> String {
+    s.encode_utf16().map(|u| format!("\\u{u:04x}")).collect()
+}
+
+/// The copy of `thread` redacted, its log's bytes, and how many secrets it
+/// says it replaced; the copy must hold no secret for the scanner either.
+fn redacted_log(thread: &Thread) -> (String, usize) {
+    let out = tempfile::tempdir().expect("tempdir");
+    let (copy, replaced) = redacted_copy(thread, out.path()).expect("copy");
+    assert_eq!(scan_thread(&copy).expect("scan copy"), Vec::new());
+    let log = std::fs::read_to_string(copy.messages_path()).expect("copy log");
+    (log, replaced)
+}
+
+#[test]
+fn a_secret_used_as_an_object_key_is_found_and_redacted_in_the_copy() {
+    let token = github_token(50);
+    let mut metadata = serde_json::Map::new();
+    metadata.insert(token.clone(), Value::String("deploy".into()));
+    let line = message(
+        "m1",
+        serde_json::json!([{"type": "text", "text": "hi"}]),
+        serde_json::json!({"metadata": metadata}),
+    );
+    let (_dir, thread) = thread_with(&[line]);
+    let findings = scan_thread(&thread).expect("scan");
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert_eq!(findings[0].rule, "github-token");
+    let (log, replaced) = redacted_log(&thread);
+    assert_eq!(replaced, 1);
+    assert!(!log.contains(&token), "{log}");
+    assert!(log.contains("[REDACTED:github-token]"), "{log}");
+    crate::atsf::parse_message_line(Path::new("m"), 1, log.trim_end().as_bytes())
+        .expect("still a message");
+}
+
+#[test]
+fn a_secret_hidden_by_a_duplicate_key_is_found_and_redacted_in_the_copy() {
+    let token = github_token(51);
+    // serde keeps the last `text`; other readers keep the first.
+    let line = raw_message(
+        "m1",
+        &format!(r#","note":{{"text":"{token}","text":"nothing here"}}"#),
+    );
+    let (_dir, thread) = thread_with(&[line]);
+    let findings = scan_thread(&thread).expect("scan");
+    assert_eq!(
+        findings.iter().map(|f| f.rule).collect::<Vec<_>>(),
+        ["github-token"]
+    );
+    let (log, replaced) = redacted_log(&thread);
+    assert_eq!(replaced, 1);
+    assert!(!log.contains(&token), "{log}");
+    assert!(
+        log.contains("nothing here"),
+        "the other value is kept: {log}"
+    );
+}
+
+#[test]
+fn an_escaped_secret_nested_deeper_than_serde_reads_is_found_and_redacted() {
+    let token = github_token(52);
+    let depth = 200;
+    let line = raw_message(
+        "m1",
+        &format!(
+            r#","deep":{}"{}"{}"#,
+            "[".repeat(depth),
+            all_escaped(&token),
+            "]".repeat(depth)
+        ),
+    );
+    assert!(
+        serde_json::from_str::<Value>(&line).is_err(),
+        "too deep for serde"
+    );
+    let (_dir, thread) = thread_with(std::slice::from_ref(&line));
+    let findings = scan_thread(&thread).expect("scan");
+    assert_eq!(
+        findings.iter().map(|f| f.rule).collect::<Vec<_>>(),
+        ["github-token"]
+    );
+    let (log, replaced) = redacted_log(&thread);
+    assert_eq!(replaced, 1);
+    assert_eq!(
+        log.trim_end(),
+        line.replace(&all_escaped(&token), "[REDACTED:github-token]"),
+        "only the secret's bytes change"
+    );
+}
+
+#[test]
+fn a_secret_split_across_escapes_is_found_and_only_its_bytes_are_redacted() {
+    let token = github_token(53);
+    // Every third character escaped, after a surrogate pair (an emoji) and
+    // a lone surrogate that serde refuses and other readers take.
+    let split: String = token
+        .chars()
+        .enumerate()
+        .map(|(i, c)| match i % 3 {
+            0 => all_escaped(&c.to_string()),
+            _ => c.to_string(),
+        })
+        .collect();
+    let text = format!(r"\ud83d\ude00 \ud800 key: {split} \u00e9\/ end");
+    let line = raw_message("m1", &format!(r#","note":"{text}""#));
+    let (_dir, thread) = thread_with(std::slice::from_ref(&line));
+    let findings = scan_thread(&thread).expect("scan");
+    assert_eq!(
+        findings.iter().map(|f| f.rule).collect::<Vec<_>>(),
+        ["github-token"]
+    );
+    assert!(findings[0].masked.starts_with("ghp_"), "{findings:?}");
+    let (log, _) = redacted_log(&thread);
+    assert_eq!(
+        log.trim_end(),
+        line.replace(&split, "[REDACTED:github-token]"),
+        "the escapes around it keep their bytes"
+    );
+}
+
+#[test]
+fn a_secret_written_raw_in_a_line_that_is_not_json_is_found_and_redacted() {
+    let token = github_token(54);
+    let escaped = all_escaped(&github_token(55));
+    let line = format!(r#"{{"broken": "{token}", "also": "{escaped}""#);
+    let (_dir, thread) = thread_with(&[line]);
+    let findings = scan_thread(&thread).expect("scan");
+    assert_eq!(findings.len(), 2, "{findings:?}");
+    let (log, replaced) = redacted_log(&thread);
+    assert_eq!(replaced, 2);
+    assert!(!log.contains(&token) && !log.contains(&escaped), "{log}");
+}
+
+#[test]
+fn a_secret_key_in_thread_json_is_found_and_redacted_in_the_copy() {
+    let (_dir, thread) = thread_with(&[]);
+    let token = github_token(56);
+    let mut meta: Value =
+        serde_json::from_slice(&std::fs::read(thread.meta_path()).expect("meta")).expect("json");
+    meta["metadata"] = serde_json::json!({ token.clone(): {"grove": true} });
+    std::fs::write(
+        thread.meta_path(),
+        serde_json::to_vec_pretty(&meta).expect("json"),
+    )
+    .expect("write");
+    let findings = scan_thread(&thread).expect("scan");
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert_eq!(findings[0].file, "thread.json");
+    let out = tempfile::tempdir().expect("tempdir");
+    let (copy, _) = redacted_copy(&thread, out.path()).expect("copy");
+    let meta = std::fs::read_to_string(copy.meta_path()).expect("copy meta");
+    assert!(!meta.contains(&token), "{meta}");
+    copy.meta().expect("the copy's thread.json still reads");
+}
+
+#[test]
+fn values_that_are_not_random_or_are_documented_examples_are_not_secrets() {
+    // AWS's documented example keys, built here so no scanner stops at them.
+    let example_id = format!("{}IA{}", "AK", "IOSFODNN7EXAMPLE");
+    let example_secret = format!("{}/{}/{}", "wJalrXUtnFEMI", "K7MDENG", "bPxRfiCYEXAMPLEKEY");
+    for text in [
+        "SECRET_MANAGER_REGION=eu-west-1".to_string(),
+        "API_KEY_HEADER=X-Api-Key".to_string(),
+        "PASSWORD_RESET_URL=https://app.example.org/account/reset?step=2".to_string(),
+        "PASSWORD_RESET_URL=https://accounts.acme.io/reset".to_string(),
+        "TOKEN_TTL_SECONDS=86400000".to_string(),
+        "export SECRET_KEY_FILE=config/master.key".to_string(),
+        format!("AWS_ACCESS_KEY_ID={example_id}"),
+        format!("AWS_SECRET_ACCESS_KEY={example_secret}"),
+        format!("aws_secret_access_key = {example_secret}"),
+        format!("the docs use {example_id} and {example_secret}"),
+    ] {
+        assert_eq!(find(&text), Vec::new(), "{text}");
+    }
+}
+
+#[test]
+fn random_values_next_to_the_same_names_are_still_secrets() {
+    for (text, rule) in [
+        (
+            format!("SECRET_MANAGER_KEY={}", random(60, 24)),
+            "env-secret",
+        ),
+        (format!("DB_PASSWORD={}9x", random(61, 10)), "env-secret"),
+        (
+            format!("API_KEY={}-{}", random(62, 12), random(63, 12)),
+            "env-secret",
+        ),
+        (
+            format!(
+                "AWS_ACCESS_KEY_ID={}IA{}",
+                "AK",
+                random(64, 16).to_uppercase()
+            ),
+            "aws-access-key-id",
+        ),
+    ] {
+        assert_eq!(
+            find(&text).iter().map(|s| s.rule).collect::<Vec<_>>(),
+            [rule],
+            "{text}"
+        );
+    }
 }

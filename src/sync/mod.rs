@@ -338,7 +338,7 @@ fn commit_thread(
             redacted,
         });
     }
-    let message = format!("grove: thread {id}\n\n{}\n", found.meta.title);
+    let message = commit_message(&id, &leaving, policy)?;
     let mut args: Vec<&str> = identity.to_vec();
     args.extend(["commit-tree", &tree, "-m", &message]);
     for p in parent.iter().map(String::as_str).chain(also) {
@@ -354,6 +354,20 @@ fn commit_thread(
         unchanged: false,
         merged: false,
         redacted,
+    })
+}
+
+/// The commit's message: the id and the title of what leaves (the
+/// redacted copy's title when redacted) — the message travels with the
+/// commit and stays in the remote's history. Unless secrets are allowed,
+/// whatever still reads as one (the id and title side by side) is
+/// redacted too.
+fn commit_message(id: &str, leaving: &secrets::Leaving, policy: Policy) -> Result<String> {
+    let title = leaving.thread.meta()?.title;
+    let message = format!("grove: thread {id}\n\n{title}\n");
+    Ok(match policy {
+        Policy::Allow => message,
+        Policy::Refuse | Policy::Redact => secrets::redact_text(&message).0,
     })
 }
 

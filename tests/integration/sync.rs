@@ -315,3 +315,162 @@ fn switch_makes_a_worktree_here_for_another_machines_task() {
     assert_eq!(row["status"], "live");
     assert_eq!(message_ids(&thread_dir(&sb, &b, &id)), ["m1"]);
 }
+
+/// A GitHub token of the documented shape, built here so that no scanner
+/// takes this file for a leak.
+fn token(n: usize) -> String {
+    let body = "R7mQ2xV9kLp4Tz8Wn3Yb6Hc1Jd5Fs0Ga2Ue7Kq4Xw9Zs3Pm";
+    format!("{}_{}", "ghp", &body[n % 8..n % 8 + 36])
+}
+
+/// Every place of the bare `remote` that holds `needle`: a ref's name, or
+/// the bytes of an object (commit messages, tree entry names, blobs).
+fn copies_in_remote(remote: &Path, needle: &str) -> Vec<String> {
+    let repo = git2::Repository::open_bare(remote).unwrap();
+    let mut found: Vec<String> = repo
+        .references()
+        .unwrap()
+        .filter_map(|r| r.unwrap().name().ok().map(str::to_string))
+        .filter(|name| name.contains(needle))
+        .collect();
+    let odb = repo.odb().unwrap();
+    odb.foreach(|oid| {
+        let object = odb.read(*oid).unwrap();
+        if memchr::memmem::find(object.data(), needle.as_bytes()).is_some() {
+            found.push(format!("{} {oid}", object.kind()));
+        }
+        true
+    })
+    .unwrap();
+    found
+}
+
+#[test]
+fn push_redact_sends_no_copy_of_a_secret_in_the_title_not_even_in_the_commit_message() {
+    let (sb, a, b) = machines();
+    let token = token(0);
+    let id = new_thread(&sb, &a, &format!("Deploy with {token}"));
+    append_stdin(
+        &sb,
+        &a,
+        &id,
+        &msg("m1", "2025-03-01T10:00:00.000Z", "deployed"),
+    );
+    fails_with(sb.grove(&a).args(["push", &id]), 1);
+    ok(sb.grove(&a).args(["push", &id, "--redact"]));
+    let remote = sb.path().join("remote.git");
+    assert_eq!(copies_in_remote(&remote, &token), Vec::<String>::new());
+    let message = sb.git(
+        &remote,
+        &["log", "--format=%B", &format!("refs/grove/threads/{id}")],
+    );
+    assert!(
+        message.contains(&format!("grove: thread {id}"))
+            && message.contains("Deploy with [REDACTED:github-token]"),
+        "{message}"
+    );
+    ok(sb.grove(&b).args(["pull"]));
+    ok(sb.grove(&b).args(["scan", &id]));
+}
+
+#[test]
+fn push_redact_sends_no_copy_of_a_secret_used_as_a_key() {
+    let (sb, a, b) = machines();
+    let token = token(1);
+    let id = new_thread(&sb, &a, "Deploy");
+    let line = serde_json::json!({
+        "id": "m1", "role": "agent", "timestamp": "2025-03-01T10:00:00.000Z",
+        "content": [{"type": "text", "text": "the env, by name"}],
+        "metadata": {token.clone(): "GH_TOKEN"}
+    });
+    append_stdin(&sb, &a, &id, &line.to_string());
+    fails_with(sb.grove(&a).args(["push", &id]), 1);
+    let pushed = json(&ok(sb.grove(&a).args(["push", &id, "--redact", "--json"])));
+    assert_eq!(pushed["pushed"][0]["redacted"], 1, "{pushed}");
+    let remote = sb.path().join("remote.git");
+    assert_eq!(copies_in_remote(&remote, &token), Vec::<String>::new());
+    ok(sb.grove(&b).args(["pull"]));
+    let there = message_lines(&thread_dir(&sb, &b, &id));
+    assert_eq!(
+        there[0]["metadata"]["[REDACTED:github-token]"], "GH_TOKEN",
+        "{there:?}"
+    );
+}
+
+#[test]
+fn an_asset_named_with_a_secret_is_found_and_leaves_under_its_redacted_name() {
+    let (sb, a, b) = machines();
+    let token = token(2);
+    let id = new_thread(&sb, &a, "Screenshots");
+    let name = format!("{token}.png");
+    let assets = thread_dir(&sb, &a, &id).join("assets");
+    std::fs::create_dir_all(&assets).unwrap();
+    std::fs::write(assets.join(&name), b"\x89PNG fake").unwrap();
+    let line = serde_json::json!({
+        "id": "m1", "role": "user", "timestamp": "2025-03-01T10:00:00.000Z",
+        "content": [{"type": "image", "assetRef": name, "mimeType": "image/png"}]
+    });
+    // Written as it is: `append` would store the image under its own name.
+    let log = thread_dir(&sb, &a, &id).join("messages.jsonl");
+    std::fs::write(&log, format!("{line}\n")).unwrap();
+    let scanned = json(&String::from_utf8_lossy(
+        &run(sb.grove(&a).args(["scan", &id, "--json"])).stdout,
+    ));
+    let files: BTreeSet<&str> = scanned
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        files,
+        BTreeSet::from(["assets", "messages.jsonl"]),
+        "{scanned}"
+    );
+    fails_with(sb.grove(&a).args(["push", &id]), 1);
+    ok(sb.grove(&a).args(["push", &id, "--redact"]));
+    let remote = sb.path().join("remote.git");
+    assert_eq!(copies_in_remote(&remote, &token), Vec::<String>::new());
+    ok(sb.grove(&b).args(["pull"]));
+    let there = thread_dir(&sb, &b, &id);
+    let asset_ref = message_lines(&there)[0]["content"][0]["assetRef"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(asset_ref, "[REDACTED:github-token].png");
+    assert_eq!(
+        std::fs::read(there.join("assets").join(&asset_ref)).unwrap(),
+        b"\x89PNG fake",
+        "the reference still leads to the image"
+    );
+}
+
+#[test]
+fn a_thread_whose_id_is_a_secret_is_refused_even_with_redact() {
+    let (sb, a, _b) = machines();
+    let token = token(3);
+    let made = new_thread(&sb, &a, "Imported");
+    // A thread brought in from elsewhere under an id that is a secret.
+    let threads = thread_dir(&sb, &a, &made).parent().unwrap().to_path_buf();
+    let dir = threads.join(&token);
+    std::fs::rename(threads.join(&made), &dir).unwrap();
+    let meta_path = dir.join("thread.json");
+    let mut meta = read_json(&meta_path);
+    meta["threadId"] = serde_json::Value::String(token.clone());
+    std::fs::write(&meta_path, serde_json::to_vec_pretty(&meta).unwrap()).unwrap();
+
+    fails_with(sb.grove(&a).args(["scan", &token]), 1);
+    let err = fails_with(sb.grove(&a).args(["push", &token, "--redact"]), 1);
+    assert!(
+        err.contains("id") && err.contains("--allow-secrets"),
+        "{err}"
+    );
+    let err = fails_with(
+        sb.grove(&a)
+            .args(["export", &token, "-f", "md", "--redact"]),
+        1,
+    );
+    assert!(err.contains("--allow-secrets"), "{err}");
+    let remote = sb.path().join("remote.git");
+    assert_eq!(copies_in_remote(&remote, &token), Vec::<String>::new());
+}

@@ -13,7 +13,9 @@
 //! 6. `rebase-patch-ids` — every branch commit's patch-id is among the target
 //!    commits' since the merge base (a rebase merge).
 //!
-//! Steps 5 and 6 look at most [`PATCH_ID_LIMIT`] commits on each side. A
+//! Patch-ids here count whitespace (as `git patch-id --verbatim`): a change
+//! of indentation is a change. Steps 5 and 6 look at most
+//! [`PATCH_ID_LIMIT`] commits on each side. A
 //! branch with a commit after its integrated point is not integrated: that
 //! commit is found by none of the tests. Verdicts depend only on the two
 //! commits, so they are kept by (branch commit, target commit) in grove's
@@ -25,6 +27,7 @@ use std::sync::Mutex;
 
 use git2::{Oid, Repository};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 
@@ -83,6 +86,8 @@ impl std::fmt::Display for Integration {
 /// Checks branches of one repository, with the verdicts cache.
 pub struct Checker {
     path: Option<PathBuf>,
+    /// An older grove's file, its verdicts not to be trusted.
+    outdated: Option<PathBuf>,
     known: Mutex<BTreeMap<String, Option<Reason>>>,
     added: Mutex<BTreeMap<String, Option<Reason>>>,
 }
@@ -94,6 +99,7 @@ impl Checker {
         let known = path.as_deref().map(read_cache).unwrap_or_default();
         Checker {
             path,
+            outdated: unversioned_cache_path(main_root).ok(),
             known: Mutex::new(known),
             added: Mutex::new(BTreeMap::new()),
         }
@@ -151,6 +157,9 @@ impl Checker {
             return;
         }
         let _ = save_cache(path, added);
+        if let Some(outdated) = &self.outdated {
+            let _ = std::fs::remove_file(outdated);
+        }
     }
 }
 
@@ -207,7 +216,7 @@ fn merge_adds_nothing(git: &Repository, tip: Oid, target: Oid, target_tree: Oid)
 
 /// The patch-ids of the non-merge commits on `from` since `base` (at most
 /// [`PATCH_ID_LIMIT`] commits read).
-fn patch_ids_since(git: &Repository, from: Oid, base: Oid) -> Result<HashSet<Oid>> {
+fn patch_ids_since(git: &Repository, from: Oid, base: Oid) -> Result<HashSet<PatchId>> {
     let mut walk = git.revwalk().map_err(git_err)?;
     walk.push(from).map_err(git_err)?;
     walk.hide(base).map_err(git_err)?;
@@ -225,9 +234,17 @@ fn patch_ids_since(git: &Repository, from: Oid, base: Oid) -> Result<HashSet<Oid
     Ok(ids)
 }
 
+/// A patch-id: what identifies a change wherever it is applied.
+type PatchId = [u8; 32];
+
 /// The patch-id of the change from tree `old` to tree `new` (`None` for
-/// no change).
-fn patch_id(git: &Repository, old: Option<Oid>, new: Oid) -> Result<Option<Oid>> {
+/// no change). Unlike libgit2's (and `git patch-id --stable`), which drop
+/// whitespace, every byte of every line counts, as `git patch-id
+/// --verbatim` does: moving a Python line into a block is a change of
+/// whitespace only, and it is not the change of a commit that strips the
+/// line's trailing blanks. Line numbers are left out, so the id of a change
+/// is the same wherever in the file it lands.
+fn patch_id(git: &Repository, old: Option<Oid>, new: Oid) -> Result<Option<PatchId>> {
     let old = old.map(|o| git.find_tree(o)).transpose().map_err(git_err)?;
     let new = git.find_tree(new).map_err(git_err)?;
     let diff = git
@@ -236,10 +253,68 @@ fn patch_id(git: &Repository, old: Option<Oid>, new: Oid) -> Result<Option<Oid>>
     if diff.deltas().len() == 0 {
         return Ok(None);
     }
-    Ok(Some(diff.patchid(None).map_err(git_err)?))
+    let mut hasher = Sha256::new();
+    for idx in 0..diff.deltas().len() {
+        hash_file_change(&diff, idx, &mut hasher)?;
+    }
+    Ok(Some(hasher.finalize().into()))
 }
 
+/// Feeds file `idx` of `diff` to `hasher`: its paths and modes, then the
+/// lines of its hunks as they are (each field length-prefixed, so no two
+/// changes feed the same bytes). A binary file or a submodule has no lines
+/// to compare: its old and new object ids stand for its content.
+fn hash_file_change(diff: &git2::Diff<'_>, idx: usize, hasher: &mut Sha256) -> Result<()> {
+    let Some(delta) = diff.get_delta(idx) else {
+        return Ok(());
+    };
+    let field = |hasher: &mut Sha256, bytes: &[u8]| {
+        hasher.update((bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
+    };
+    for file in [delta.old_file(), delta.new_file()] {
+        field(hasher, file.path_bytes().unwrap_or_default());
+        field(hasher, &u32::from(file.mode()).to_le_bytes());
+    }
+    let patch = git2::Patch::from_diff(diff, idx).map_err(git_err)?;
+    let gitlink = [delta.old_file(), delta.new_file()]
+        .iter()
+        .any(|f| f.mode() == git2::FileMode::Commit);
+    let lines = patch.filter(|p| !gitlink && !p.delta().flags().is_binary());
+    let Some(patch) = lines else {
+        field(hasher, b"objects");
+        field(hasher, delta.old_file().id().as_bytes());
+        field(hasher, delta.new_file().id().as_bytes());
+        return Ok(());
+    };
+    for hunk in 0..patch.num_hunks() {
+        field(hasher, b"hunk");
+        let count = patch.num_lines_in_hunk(hunk).map_err(git_err)?;
+        for line in 0..count {
+            let line = patch.line_in_hunk(hunk, line).map_err(git_err)?;
+            field(hasher, &u32::from(line.origin()).to_le_bytes());
+            field(hasher, line.content());
+        }
+    }
+    Ok(())
+}
+
+/// The version of the rules the cached verdicts were found by: a verdict
+/// found by other rules may be wrong by these (version 1 took whitespace
+/// for nothing and merge commits for no change), so each version keeps its
+/// own file.
+const RULES_VERSION: u32 = 2;
+
 fn cache_path(main_root: &Path) -> Result<PathBuf> {
+    Ok(crate::home::data_dir()?.join("integration").join(format!(
+        "{}.v{RULES_VERSION}.json",
+        crate::home::repo_key(main_root)
+    )))
+}
+
+/// The file of version 1, which named no version; it is deleted when the
+/// new one is written.
+fn unversioned_cache_path(main_root: &Path) -> Result<PathBuf> {
     Ok(crate::home::data_dir()?
         .join("integration")
         .join(format!("{}.json", crate::home::repo_key(main_root))))

@@ -219,3 +219,101 @@ fn a_branch_squashed_upstream_is_integrated_while_the_local_default_branch_diver
         "{row}"
     );
 }
+
+/// A repository whose `app.py` has a function with an `if` block, its last
+/// line ending in blanks.
+fn python_repo(sb: &Sandbox) -> PathBuf {
+    let repo = sb.repo("py");
+    std::fs::write(repo.join("app.py"), PY_BASE).unwrap();
+    sb.git(&repo, &["add", "app.py"]);
+    sb.git(&repo, &["commit", "-qm", "app.py"]);
+    repo
+}
+
+const PY_BASE: &str = "def main():\n    if ready:\n        start()\n    report()  \n    return 0\n";
+
+/// Writes `app.py` in `dir` and commits.
+fn commit_py(sb: &Sandbox, dir: &Path, text: &str, message: &str) {
+    std::fs::write(dir.join("app.py"), text).unwrap();
+    sb.git(dir, &["commit", "-qam", message]);
+}
+
+#[test]
+fn whitespace_is_content_an_indentation_change_is_not_a_blank_stripping_commit() {
+    let sb = Sandbox::new();
+    let repo = python_repo(&sb);
+    // The task moves `report()` into the `if` block: a change of meaning
+    // made of whitespace only.
+    let indented = PY_BASE.replace("    report()  \n", "        report()\n");
+    let stripped = PY_BASE.replace("    report()  \n", "    report()\n");
+
+    // Squash: the default branch's only commit strips the line's trailing
+    // blanks, which a whitespace-blind patch-id takes for the task's change.
+    let s = task(&sb, &repo, "squash");
+    commit_py(&sb, &s.wt, &indented, "report only when ready");
+    commit_py(&sb, &repo, &stripped, "strip trailing blanks");
+    assert_eq!(integrated(&sb, &repo, &s), serde_json::Value::Null);
+    let err = fails_with(sb.grove(&repo).args(["rm", &s.id]), 1);
+    assert!(err.contains("neither pushed"), "{err}");
+    assert!(branches(&sb, &repo).contains(&s.branch));
+
+    // Rebase: two commits cherry-picked, the third "matched" by a
+    // blank-adding commit only if whitespace did not count.
+    let r = task(&sb, &repo, "rebase");
+    other_file(&sb, &r.wt, "notes.txt");
+    other_file(&sb, &r.wt, "more.txt");
+    let base = std::fs::read_to_string(r.wt.join("app.py")).unwrap();
+    let reindented = base.replace("    report()\n", "        report()\n");
+    commit_py(&sb, &r.wt, &reindented, "report only when ready");
+    let main_text = std::fs::read_to_string(repo.join("app.py")).unwrap();
+    commit_py(
+        &sb,
+        &repo,
+        &main_text.replace("    report()\n", "    report()   \n"),
+        "trailing blanks again",
+    );
+    for back in ["HEAD~2", "HEAD~1"] {
+        let picked = sb.git(&r.wt, &["rev-parse", back]);
+        sb.git(&repo, &["cherry-pick", &picked]);
+    }
+    assert_eq!(integrated(&sb, &repo, &r), serde_json::Value::Null);
+    let err = fails_with(sb.grove(&repo).args(["rm", &r.id]), 1);
+    assert!(err.contains("neither pushed"), "{err}");
+    assert!(branches(&sb, &repo).contains(&r.branch));
+}
+
+#[test]
+fn verdicts_an_older_grove_cached_under_other_rules_are_not_trusted() {
+    let sb = Sandbox::new();
+    let repo = python_repo(&sb);
+    let t = task(&sb, &repo, "indent");
+    let indented = PY_BASE.replace("    report()  \n", "        report()\n");
+    commit_py(&sb, &t.wt, &indented, "report only when ready");
+    commit_py(
+        &sb,
+        &repo,
+        &PY_BASE.replace("    report()  \n", "    report()\n"),
+        "strip trailing blanks",
+    );
+    // What a grove with a whitespace-blind patch-id cached for this pair,
+    // in the file it kept its verdicts in.
+    let key =
+        t.wt.parent()
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap();
+    let tip = sb.git(&repo, &["rev-parse", &t.branch]);
+    let main = sb.git(&repo, &["rev-parse", "main"]);
+    let dir = sb.grove_home().join("integration");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join(format!("{key}.json")),
+        serde_json::json!({ format!("{tip}:{main}"): "squash-patch-id" }).to_string(),
+    )
+    .unwrap();
+    assert_eq!(integrated(&sb, &repo, &t), serde_json::Value::Null);
+    fails_with(sb.grove(&repo).args(["rm", &t.id]), 1);
+    assert!(branches(&sb, &repo).contains(&t.branch));
+}

@@ -11,7 +11,9 @@
 //!    the patch-id of one target commit since the merge base (a squash
 //!    merge, even when the target changed the same lines later);
 //! 6. `rebase-patch-ids` — every branch commit's patch-id is among the target
-//!    commits' since the merge base (a rebase merge).
+//!    commits' since the merge base (a rebase merge), and every merge commit
+//!    on the branch is the automatic merge of its parents (one that is not
+//!    carries a change no patch-id stands for).
 //!
 //! Patch-ids here count whitespace (as `git patch-id --verbatim`): a change
 //! of indentation is a change. Steps 5 and 6 look at most
@@ -196,7 +198,9 @@ fn verdict(git: &Repository, tip: Oid, target: Oid) -> Result<Option<Reason>> {
     if whole.is_some_and(|id| upstream.contains(&id)) {
         return Ok(Some(Reason::SquashPatchId));
     }
-    let mine = patch_ids_since(git, tip, base)?;
+    let Some(mine) = branch_patch_ids(git, tip, target, base)? else {
+        return Ok(None);
+    };
     if !mine.is_empty() && mine.iter().all(|id| upstream.contains(id)) {
         return Ok(Some(Reason::RebasePatchIds));
     }
@@ -215,7 +219,8 @@ fn merge_adds_nothing(git: &Repository, tip: Oid, target: Oid, target_tree: Oid)
 }
 
 /// The patch-ids of the non-merge commits on `from` since `base` (at most
-/// [`PATCH_ID_LIMIT`] commits read).
+/// [`PATCH_ID_LIMIT`] commits read): the target's side, where a commit
+/// missed only makes a branch look less integrated.
 fn patch_ids_since(git: &Repository, from: Oid, base: Oid) -> Result<HashSet<PatchId>> {
     let mut walk = git.revwalk().map_err(git_err)?;
     walk.push(from).map_err(git_err)?;
@@ -232,6 +237,62 @@ fn patch_ids_since(git: &Repository, from: Oid, base: Oid) -> Result<HashSet<Pat
         }
     }
     Ok(ids)
+}
+
+/// The patch-ids of the branch's commits that are not on the target (since
+/// `base`); `None` when a commit carries a change that no patch-id stands
+/// for (at most [`PATCH_ID_LIMIT`] commits read).
+///
+/// A merge commit's own change is what its tree adds to the automatic
+/// merge of its parents: a conflict resolution, or a fix written into the
+/// merge ("evil merge"). The default branch holding the patch-ids of the
+/// merged commits does not hold that, so such a merge — or one whose
+/// automatic result cannot be made here (a conflict, an octopus) — leaves
+/// the branch not integrated by this test.
+fn branch_patch_ids(
+    git: &Repository,
+    tip: Oid,
+    target: Oid,
+    base: Oid,
+) -> Result<Option<HashSet<PatchId>>> {
+    let mut walk = git.revwalk().map_err(git_err)?;
+    walk.push(tip).map_err(git_err)?;
+    walk.hide(base).map_err(git_err)?;
+    // What the target has is integrated, merges included.
+    walk.hide(target).map_err(git_err)?;
+    let mut ids = HashSet::new();
+    for oid in walk.take(PATCH_ID_LIMIT) {
+        let commit = git.find_commit(oid.map_err(git_err)?).map_err(git_err)?;
+        let change = match commit.parent_count() {
+            0 => patch_id(git, None, commit.tree_id())?,
+            1 => {
+                let parent = commit.parent(0).map_err(git_err)?;
+                patch_id(git, Some(parent.tree_id()), commit.tree_id())?
+            }
+            _ if is_automatic_merge(git, &commit) => None,
+            _ => return Ok(None),
+        };
+        ids.extend(change);
+    }
+    Ok(Some(ids))
+}
+
+/// Whether the merge `commit` has exactly the tree git's automatic merge
+/// of its two parents gives (libgit2's merge, in memory). A merge that
+/// cannot be made again here — conflicting, more than two parents, no
+/// result — is not: what it holds is known only from its own tree.
+fn is_automatic_merge(git: &Repository, commit: &git2::Commit<'_>) -> bool {
+    if commit.parent_count() != 2 {
+        return false;
+    }
+    let remade = || -> std::result::Result<Option<Oid>, git2::Error> {
+        let mut index = git.merge_commits(&commit.parent(0)?, &commit.parent(1)?, None)?;
+        if index.has_conflicts() {
+            return Ok(None);
+        }
+        index.write_tree_to(git).map(Some)
+    };
+    matches!(remade(), Ok(Some(tree)) if tree == commit.tree_id())
 }
 
 /// A patch-id: what identifies a change wherever it is applied.

@@ -317,3 +317,66 @@ fn verdicts_an_older_grove_cached_under_other_rules_are_not_trusted() {
     fails_with(sb.grove(&repo).args(["rm", &t.id]), 1);
     assert!(branches(&sb, &repo).contains(&t.branch));
 }
+
+/// Merges `from` into the branch checked out in `dir` without committing.
+fn merge_no_commit(sb: &Sandbox, dir: &Path, from: &str) {
+    sb.git(dir, &["merge", "-q", "--no-ff", "--no-commit", from]);
+}
+
+/// Cherry-picks onto the default branch, in order, the commits of `dir`'s
+/// branch that are not merges.
+fn cherry_pick_all_but_merges(sb: &Sandbox, repo: &Path, dir: &Path) {
+    let commits = sb.git(dir, &["rev-list", "--reverse", "--no-merges", "main..HEAD"]);
+    for c in commits.lines() {
+        sb.git(repo, &["cherry-pick", c]);
+    }
+}
+
+#[test]
+fn a_fix_written_into_a_merge_commit_is_work_the_default_branch_lacks() {
+    let sb = Sandbox::new();
+    let repo = repo(&sb);
+    other_file(&sb, &repo, "main-only.txt");
+
+    // The task merges a side branch and fixes line 5 in the merge commit
+    // (an "evil" merge: its tree is not the automatic merge's); the default
+    // branch cherry-picks the two plain commits and never gets the fix.
+    let t = task(&sb, &repo, "evil merge");
+    sb.git(&t.wt, &["branch", "side", "HEAD~0"]);
+    other_file(&sb, &t.wt, "notes.txt");
+    sb.git(&t.wt, &["checkout", "-q", "side"]);
+    other_file(&sb, &t.wt, "more.txt");
+    sb.git(&t.wt, &["checkout", "-q", &t.branch]);
+    merge_no_commit(&sb, &t.wt, "side");
+    let text = std::fs::read_to_string(t.wt.join("app.txt")).unwrap();
+    std::fs::write(t.wt.join("app.txt"), text.replace("line 5\n", "fixed 5\n")).unwrap();
+    sb.git(&t.wt, &["commit", "-qam", "merge side, fix line 5"]);
+    cherry_pick_all_but_merges(&sb, &repo, &t.wt);
+    assert!(
+        !std::fs::read_to_string(repo.join("app.txt"))
+            .unwrap()
+            .contains("fixed 5")
+    );
+    assert_eq!(integrated(&sb, &repo, &t), serde_json::Value::Null);
+    let err = fails_with(sb.grove(&repo).args(["rm", &t.id]), 1);
+    assert!(err.contains("neither pushed"), "{err}");
+    assert!(branches(&sb, &repo).contains(&t.branch));
+
+    // A merge that is only the automatic merge carries nothing of its own:
+    // the cherry-picked commits are the whole work (the default branch then
+    // changed line 2 again, so merging the task would conflict).
+    let c = task(&sb, &repo, "clean merge");
+    sb.git(&c.wt, &["branch", "side2", "HEAD~0"]);
+    change_line(&sb, &c.wt, 2, "two");
+    sb.git(&c.wt, &["checkout", "-q", "side2"]);
+    other_file(&sb, &c.wt, "two.txt");
+    sb.git(&c.wt, &["checkout", "-q", &c.branch]);
+    sb.git(
+        &c.wt,
+        &["merge", "-q", "--no-ff", "-m", "merge side2", "side2"],
+    );
+    other_file(&sb, &repo, "main-later.txt");
+    cherry_pick_all_but_merges(&sb, &repo, &c.wt);
+    change_line(&sb, &repo, 2, "TWO, later");
+    assert_eq!(integrated(&sb, &repo, &c), "rebase-patch-ids");
+}

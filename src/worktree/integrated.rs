@@ -17,9 +17,10 @@
 //!
 //! Patch-ids here count whitespace (as `git patch-id --verbatim`): a change
 //! of indentation is a change. Steps 5 and 6 look at most
-//! [`PATCH_ID_LIMIT`] commits on each side. A
-//! branch with a commit after its integrated point is not integrated: that
-//! commit is found by none of the tests. Verdicts depend only on the two
+//! [`PATCH_ID_LIMIT`] commits on each side; a branch with more is not
+//! integrated by step 6 (its older commits go unread). A branch with a
+//! commit after its integrated point is not integrated: that commit is
+//! found by none of the tests. Verdicts depend only on the two
 //! commits, so they are kept by (branch commit, target commit) in grove's
 //! data directory and a `list` computes each once.
 
@@ -241,7 +242,8 @@ fn patch_ids_since(git: &Repository, from: Oid, base: Oid) -> Result<HashSet<Pat
 
 /// The patch-ids of the branch's commits that are not on the target (since
 /// `base`); `None` when a commit carries a change that no patch-id stands
-/// for (at most [`PATCH_ID_LIMIT`] commits read).
+/// for, or when there are more than [`PATCH_ID_LIMIT`] to read (the ones
+/// left unread could be anything).
 ///
 /// A merge commit's own change is what its tree adds to the automatic
 /// merge of its parents: a conflict resolution, or a fix written into the
@@ -261,7 +263,10 @@ fn branch_patch_ids(
     // What the target has is integrated, merges included.
     walk.hide(target).map_err(git_err)?;
     let mut ids = HashSet::new();
-    for oid in walk.take(PATCH_ID_LIMIT) {
+    for (read, oid) in walk.enumerate() {
+        if read == PATCH_ID_LIMIT {
+            return Ok(None);
+        }
         let commit = git.find_commit(oid.map_err(git_err)?).map_err(git_err)?;
         let change = match commit.parent_count() {
             0 => patch_id(git, None, commit.tree_id())?,

@@ -380,3 +380,50 @@ fn a_fix_written_into_a_merge_commit_is_work_the_default_branch_lacks() {
     change_line(&sb, &repo, 2, "TWO, later");
     assert_eq!(integrated(&sb, &repo, &c), "rebase-patch-ids");
 }
+
+/// Adds, with `git fast-import`, one commit per file of `files` to
+/// `branch` (from its tip), each adding that file; then checks the result
+/// out in `dir`, where the branch is checked out.
+fn import_commits(sb: &Sandbox, dir: &Path, branch: &str, files: &[String]) {
+    let tip = sb.git(dir, &["rev-parse", branch]);
+    let mut stream = String::new();
+    for (i, file) in files.iter().enumerate() {
+        let message = format!("add {file}");
+        stream.push_str(&format!(
+            "commit refs/heads/{branch}\ncommitter Grove Test <test@grove.invalid> 1735689600 +0000\ndata {}\n{message}\n",
+            message.len()
+        ));
+        if i == 0 {
+            stream.push_str(&format!("from {tip}\n"));
+        }
+        stream.push_str(&format!(
+            "M 100644 inline {file}\ndata {}\n{file}\n",
+            file.len()
+        ));
+    }
+    let mut cmd = std::process::Command::new("git");
+    sb.env(&mut cmd);
+    cmd.args(["fast-import", "--quiet"]).current_dir(dir);
+    let out = run_with_stdin(&mut cmd, stream.as_bytes());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    sb.git(dir, &["reset", "-q", "--hard", branch]);
+}
+
+#[test]
+fn a_branch_longer_than_the_patch_id_limit_is_not_vouched_for_by_its_newest_commits() {
+    let sb = Sandbox::new();
+    let repo = repo(&sb);
+    let t = task(&sb, &repo, "long");
+    // 501 commits; the default branch gets all but the oldest, cherry-picked.
+    let files: Vec<String> = (1..=501).map(|i| format!("f{i}.txt")).collect();
+    import_commits(&sb, &t.wt, &t.branch, &files);
+    import_commits(&sb, &repo, "main", &files[1..]);
+    // The newest 500 are all on the default branch; f1.txt is not.
+    assert_eq!(integrated(&sb, &repo, &t), serde_json::Value::Null);
+    fails_with(sb.grove(&repo).args(["rm", &t.id]), 1);
+    assert!(branches(&sb, &repo).contains(&t.branch));
+}

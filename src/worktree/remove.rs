@@ -115,7 +115,7 @@ fn file_reasons(repo: &Repo, wt: &Path, status: Option<Running>) -> Result<Vec<S
                 list_some(&files, 5)
             ));
         }
-        reasons.extend(submodule_reasons(repo, wt)?);
+        reasons.extend(super::submodules::unsaved_reasons(repo, wt)?);
     }
     Ok(reasons)
 }
@@ -182,7 +182,7 @@ fn unsaved(repo: &Repo, branch: &str) -> Result<Option<String>> {
     )))
 }
 
-fn list_some<S: AsRef<str>>(items: &[S], n: usize) -> String {
+pub(super) fn list_some<S: AsRef<str>>(items: &[S], n: usize) -> String {
     let mut shown: Vec<&str> = items.iter().take(n).map(AsRef::as_ref).collect();
     if items.len() > n {
         shown.push("…");
@@ -217,57 +217,6 @@ fn uncommitted(status: Running) -> Result<Vec<String>> {
         .map(|e| &e[3..])
         .filter(|p| !super::is_grove_path(p))
         .map(|p| String::from_utf8_lossy(p).into_owned())
-        .collect())
-}
-
-/// Initialised submodules with uncommitted changes or commits that exist
-/// nowhere else: removing the worktree removes their git directories too.
-fn submodule_reasons(repo: &Repo, wt: &Path) -> Result<Vec<String>> {
-    let mut reasons = Vec::new();
-    for sub in submodules(repo, wt)? {
-        let dir = wt.join(&sub);
-        let dirty = repo.git.bytes(
-            &dir,
-            &["status", "--porcelain=v1", "-z", "--untracked-files=all"],
-            None,
-            true,
-        )?;
-        if !dirty.is_empty() {
-            reasons.push(format!("uncommitted changes in submodule {sub}"));
-        }
-        let local = repo.git.run(
-            &dir,
-            &[
-                "rev-list",
-                "--oneline",
-                "HEAD",
-                "--not",
-                "--remotes",
-                "--tags",
-            ],
-        )?;
-        let commits: Vec<&str> = local.lines().collect();
-        if !commits.is_empty() {
-            reasons.push(format!(
-                "{} commit(s) in submodule {sub} are on none of its remotes: {}",
-                commits.len(),
-                list_some(&commits, 3)
-            ));
-        }
-    }
-    Ok(reasons)
-}
-
-/// Paths of the worktree's initialised submodules, nested ones included.
-fn submodules(repo: &Repo, wt: &Path) -> Result<Vec<String>> {
-    if std::fs::symlink_metadata(wt.join(".gitmodules")).is_err() {
-        return Ok(Vec::new());
-    }
-    let out = repo.git.run(wt, &["submodule", "status", "--recursive"])?;
-    Ok(out
-        .lines()
-        .filter(|l| !l.starts_with('-'))
-        .filter_map(|l| l.get(1..)?.split_whitespace().nth(1).map(str::to_string))
         .collect())
 }
 

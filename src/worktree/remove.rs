@@ -157,7 +157,49 @@ fn commit_reasons(repo: &Repo, found: &Found, wt: &Path) -> Result<Vec<String>> 
     {
         reasons.extend(unsaved(repo, &recorded)?);
     }
+    reasons.extend(own_refs_reason(repo, wt)?);
     Ok(reasons)
+}
+
+/// Commits only the worktree's own refs keep: `refs/worktree/*`,
+/// `refs/bisect/*` and `refs/rewritten/*` live in a linked worktree's git
+/// directory, which goes with it. git is asked only when that directory
+/// holds a ref (a fresh worktree's `refs/` is empty).
+fn own_refs_reason(repo: &Repo, wt: &Path) -> Result<Option<String>> {
+    let Some(git_dir) = super::submodules::linked_git_dir(wt) else {
+        return Ok(None);
+    };
+    let holds_refs = std::fs::read_dir(git_dir.join("refs"))
+        .is_ok_and(|mut entries| entries.next().is_some())
+        || git_dir.join("reftable").exists();
+    if !holds_refs {
+        return Ok(None);
+    }
+    let only_here = repo.git.run(
+        wt,
+        &[
+            "rev-list",
+            "--oneline",
+            "--glob=refs/worktree",
+            "--glob=refs/bisect",
+            "--glob=refs/rewritten",
+            "--not",
+            "--branches",
+            "--tags",
+            "--remotes",
+        ],
+    )?;
+    let commits: Vec<&str> = only_here.lines().collect();
+    if commits.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(format!(
+        "{} commit(s) are kept only by refs of {} itself (refs/worktree/, refs/bisect/, \
+         refs/rewritten/), on no branch, tag or remote: {}",
+        commits.len(),
+        wt.display(),
+        list_some(&commits, 3)
+    )))
 }
 
 fn unsaved(repo: &Repo, branch: &str) -> Result<Option<String>> {

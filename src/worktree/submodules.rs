@@ -115,6 +115,14 @@ fn submodules_of(wt: &Path) -> Result<Vec<Submodule>> {
     Ok(found)
 }
 
+/// The git directory of the linked worktree (or submodule checkout) at
+/// `dir`: where its `.git` file points; `None` when `.git` is a directory
+/// (a main checkout, whose git directory stays).
+pub(super) fn linked_git_dir(dir: &Path) -> Option<PathBuf> {
+    let linked = std::fs::symlink_metadata(dir.join(".git")).is_ok_and(|m| m.is_file());
+    linked.then(|| git_dir_of(dir)).flatten()
+}
+
 /// The git directory of the checkout at `dir`: `.git` itself, or where the
 /// `gitdir:` line of a `.git` file points (relative to `dir` when it is
 /// relative).

@@ -729,3 +729,23 @@ fn untracked_files_in_a_nested_submodule_are_named() {
     std::fs::write(t.wt.join("lib/inner/notes.txt"), "n").unwrap();
     refused_naming(&sb, &repo, &t, &["submodule lib/inner", "notes.txt"]);
 }
+
+#[test]
+fn commits_kept_only_by_the_worktrees_own_refs_are_unsaved_work() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let t = task(&sb, &repo, "own refs");
+    commit_in(&sb, &t.wt, "experiment.txt");
+    // Kept by a per-worktree ref (it lives in the worktree's git directory),
+    // then the branch goes back: nothing else has the commit.
+    sb.git(&t.wt, &["update-ref", "refs/worktree/keep", "HEAD"]);
+    sb.git(&t.wt, &["reset", "-q", "--hard", "HEAD~1"]);
+    let err = fails_with(sb.grove(&repo).args(["rm", &t.id]), 1);
+    assert!(
+        err.contains("add experiment.txt") && err.contains("--force"),
+        "{err}"
+    );
+    assert!(t.wt.is_dir());
+    sb.git(&t.wt, &["update-ref", "-d", "refs/worktree/keep"]);
+    ok(sb.grove(&repo).args(["rm", &t.id]));
+}

@@ -101,9 +101,10 @@ fn unsafe_reasons_alongside<T: Send>(
     })
 }
 
-/// Uncommitted files, the worktree's own or its submodules': `status` is
-/// the worktree's `git status` started by [`start_status`] (`None`: the
-/// worktree is not intact, and there is nothing to look at).
+/// Uncommitted files, the worktree's own or its submodules', and what the
+/// submodules' git directories hold: `status` is the worktree's `git
+/// status` started by [`start_status`] (`None`: the worktree is not intact,
+/// and it has no files to look at).
 fn file_reasons(repo: &Repo, wt: &Path, status: Option<Running>) -> Result<Vec<String>> {
     let mut reasons = Vec::new();
     if let Some(status) = status {
@@ -115,8 +116,10 @@ fn file_reasons(repo: &Repo, wt: &Path, status: Option<Running>) -> Result<Vec<S
                 list_some(&files, 5)
             ));
         }
-        reasons.extend(super::submodules::unsaved_reasons(repo, wt)?);
     }
+    // A worktree deleted behind grove's back still has its submodules' git
+    // directories in its own, which goes now.
+    reasons.extend(super::submodules::unsaved_reasons(repo, wt)?);
     Ok(reasons)
 }
 
@@ -166,7 +169,7 @@ fn commit_reasons(repo: &Repo, found: &Found, wt: &Path) -> Result<Vec<String>> 
 /// directory, which goes with it. git is asked only when that directory
 /// holds a ref (a fresh worktree's `refs/` is empty).
 fn own_refs_reason(repo: &Repo, wt: &Path) -> Result<Option<String>> {
-    let Some(git_dir) = super::submodules::linked_git_dir(wt) else {
+    let Some(git_dir) = super::submodules::worktree_git_dir(repo, wt)? else {
         return Ok(None);
     };
     let holds_refs = std::fs::read_dir(git_dir.join("refs"))
@@ -175,9 +178,14 @@ fn own_refs_reason(repo: &Repo, wt: &Path) -> Result<Option<String>> {
     if !holds_refs {
         return Ok(None);
     }
+    // Asked of git with the worktree's git directory: the worktree's own
+    // directory may be gone.
+    let git_dir = git_dir.to_string_lossy();
     let only_here = repo.git.run(
-        wt,
+        &repo.main_root,
         &[
+            "--git-dir",
+            &git_dir,
             "rev-list",
             "--oneline",
             "--glob=refs/worktree",

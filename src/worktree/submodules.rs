@@ -47,7 +47,10 @@ struct Submodule {
 /// too) hold that is saved nowhere else: uncommitted or untracked files,
 /// stashes, commits on none of their remotes.
 pub(super) fn unsaved_reasons(repo: &Repo, wt: &Path) -> Result<Vec<String>> {
-    let submodules = submodules_of(wt)?;
+    let Some(wt_git_dir) = worktree_git_dir(repo, wt)? else {
+        return Ok(Vec::new());
+    };
+    let submodules = submodules_of(wt, wt_git_dir)?;
     // Each checkout's status runs while the git directories are read.
     let statuses = submodules
         .iter()
@@ -68,12 +71,10 @@ pub(super) fn unsaved_reasons(repo: &Repo, wt: &Path) -> Result<Vec<String>> {
     Ok(reasons)
 }
 
-/// Every submodule of the worktree at `wt`, nested ones included, found by
-/// their git directories and by the `.gitmodules` of each checkout.
-fn submodules_of(wt: &Path) -> Result<Vec<Submodule>> {
-    let Some(wt_git_dir) = git_dir_of(wt) else {
-        return Ok(Vec::new());
-    };
+/// Every submodule of the worktree at `wt` (its git directory
+/// `wt_git_dir`), nested ones included, found by their git directories and
+/// by the `.gitmodules` of each checkout.
+fn submodules_of(wt: &Path, wt_git_dir: PathBuf) -> Result<Vec<Submodule>> {
     let modules_root = wt_git_dir.join("modules");
     let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
     let mut found = Vec::new();
@@ -115,12 +116,53 @@ fn submodules_of(wt: &Path) -> Result<Vec<Submodule>> {
     Ok(found)
 }
 
-/// The git directory of the linked worktree (or submodule checkout) at
-/// `dir`: where its `.git` file points; `None` when `.git` is a directory
-/// (a main checkout, whose git directory stays).
-pub(super) fn linked_git_dir(dir: &Path) -> Option<PathBuf> {
-    let linked = std::fs::symlink_metadata(dir.join(".git")).is_ok_and(|m| m.is_file());
-    linked.then(|| git_dir_of(dir)).flatten()
+/// The git directory of the linked worktree at `wt` (`.git/worktrees/<id>`),
+/// which goes with it: where its `.git` file points, or — the worktree's
+/// directory deleted behind git's back — the one whose `gitdir` names
+/// `wt`. `None` for a main checkout (`.git` a directory, which stays).
+pub(super) fn worktree_git_dir(repo: &Repo, wt: &Path) -> Result<Option<PathBuf>> {
+    match std::fs::symlink_metadata(wt.join(".git")) {
+        Ok(meta) if meta.is_dir() => Ok(None),
+        Ok(_) => Ok(git_dir_of(wt)),
+        Err(_) => admin_dir_naming(&repo.common_dir()?, wt),
+    }
+}
+
+/// The `worktrees/<id>` of the common git directory whose `gitdir` file
+/// names `<wt>/.git` (compared as written, `.` and `..` resolved: `wt` may
+/// be gone).
+fn admin_dir_naming(common_dir: &Path, wt: &Path) -> Result<Option<PathBuf>> {
+    let Ok(entries) = std::fs::read_dir(common_dir.join("worktrees")) else {
+        return Ok(None);
+    };
+    let wanted = lexically_normal(&wt.join(".git"));
+    for entry in entries.flatten() {
+        let admin = entry.path();
+        let Ok(text) = std::fs::read_to_string(admin.join("gitdir")) else {
+            continue;
+        };
+        if lexically_normal(&admin.join(text.trim_end())) == wanted {
+            return Ok(Some(admin));
+        }
+    }
+    Ok(None)
+}
+
+/// `path` with `.` dropped and `..` taking the component before it away,
+/// without asking the file system.
+fn lexically_normal(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// The git directory of the checkout at `dir`: `.git` itself, or where the

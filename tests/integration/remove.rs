@@ -746,6 +746,37 @@ fn commits_kept_only_by_the_worktrees_own_refs_are_unsaved_work() {
         "{err}"
     );
     assert!(t.wt.is_dir());
-    sb.git(&t.wt, &["update-ref", "-d", "refs/worktree/keep"]);
-    ok(sb.grove(&repo).args(["rm", &t.id]));
+
+    // The worktree's directory deleted behind grove's back: its git
+    // directory, with the ref, is still there until it is removed.
+    std::fs::remove_dir_all(&t.wt).unwrap();
+    let err = fails_with(sb.grove(&repo).args(["rm", &t.id]), 1);
+    assert!(err.contains("add experiment.txt"), "{err}");
+    ok(sb.grove(&repo).args(["rm", &t.id, "--force"]));
+}
+
+#[test]
+fn a_worktree_deleted_behind_groves_back_leaves_its_submodules_git_directories_checked() {
+    let sb = Sandbox::new();
+    let repo = app_with_nested_submodules(&sb);
+    let t = task(&sb, &repo, "gone");
+    stash_in(&sb, &t.wt.join("lib/inner"), "still in the git dir");
+    std::fs::remove_dir_all(&t.wt).unwrap();
+    assert_eq!(row_of(&sb, &repo, &t.id)["status"], "missing");
+    // gc --missing would prune the worktree's git directory, and with it
+    // the submodules' (their stash is still there).
+    let out = json(&ok(sb.grove(&repo).args([
+        "gc",
+        "--missing",
+        "--yes",
+        "--json",
+    ])));
+    let skip = out["worktrees"][0]["skip"].as_str().unwrap_or_default();
+    assert!(
+        skip.contains("submodule lib/inner") && skip.contains("still in the git dir"),
+        "{out}"
+    );
+    let err = fails_with(sb.grove(&repo).args(["rm", &t.id]), 1);
+    assert!(err.contains("stash") && err.contains("--force"), "{err}");
+    ok(sb.grove(&repo).args(["rm", &t.id, "--force"]));
 }

@@ -10,7 +10,8 @@
 //! checkout (`.git` a directory: added from an existing clone).
 //!
 //! A repository without submodules pays for a read of the worktree's
-//! `.git` file and two looks for names that are not there.
+//! `.git` file and a look for `modules/` and `.gitmodules`, which are not
+//! there: no git process.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -237,7 +238,15 @@ fn embedded_git_dirs(dir: &Path) -> Result<Vec<(PathBuf, PathBuf)>> {
     let mut found = Vec::new();
     let mut entries = config.entries(Some(r"^submodule\..*\.path$"))?;
     while let Some(entry) = entries.next() {
-        let checkout = dir.join(super::carry::path_from_bytes(entry?.value_bytes()));
+        let path = super::carry::path_from_bytes(entry?.value_bytes());
+        // Only what is inside the checkout goes with it.
+        let inside = path
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if !inside {
+            continue;
+        }
+        let checkout = dir.join(path);
         let dot_git = checkout.join(".git");
         if std::fs::symlink_metadata(&dot_git).is_ok_and(|m| m.is_dir()) {
             found.push((checkout, dot_git));
@@ -259,7 +268,9 @@ fn relative_name(dir: &Path, wt: &Path) -> String {
 /// The name of a submodule without a checkout, from where its git
 /// directory is (`lib/modules/inner` is `lib/inner`).
 fn module_name(git_dir: &Path, modules_root: &Path) -> String {
-    let rel = git_dir.strip_prefix(modules_root).unwrap_or(git_dir);
+    let Ok(rel) = git_dir.strip_prefix(modules_root) else {
+        return format!("{} (not checked out)", git_dir.display());
+    };
     let parts: Vec<String> = rel
         .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())

@@ -12,6 +12,7 @@ pub mod processes;
 mod remove;
 mod repo;
 mod revive;
+mod submodules;
 pub mod taskenv;
 mod teardown;
 

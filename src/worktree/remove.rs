@@ -101,9 +101,10 @@ fn unsafe_reasons_alongside<T: Send>(
     })
 }
 
-/// Uncommitted files, the worktree's own or its submodules': `status` is
-/// the worktree's `git status` started by [`start_status`] (`None`: the
-/// worktree is not intact, and there is nothing to look at).
+/// Uncommitted files, the worktree's own or its submodules', and what the
+/// submodules' git directories hold: `status` is the worktree's `git
+/// status` started by [`start_status`] (`None`: the worktree is not intact,
+/// and it has no files to look at).
 fn file_reasons(repo: &Repo, wt: &Path, status: Option<Running>) -> Result<Vec<String>> {
     let mut reasons = Vec::new();
     if let Some(status) = status {
@@ -115,8 +116,10 @@ fn file_reasons(repo: &Repo, wt: &Path, status: Option<Running>) -> Result<Vec<S
                 list_some(&files, 5)
             ));
         }
-        reasons.extend(submodule_reasons(repo, wt)?);
     }
+    // A worktree deleted behind grove's back still has its submodules' git
+    // directories in its own, which goes now.
+    reasons.extend(super::submodules::unsaved_reasons(repo, wt)?);
     Ok(reasons)
 }
 
@@ -157,7 +160,54 @@ fn commit_reasons(repo: &Repo, found: &Found, wt: &Path) -> Result<Vec<String>> 
     {
         reasons.extend(unsaved(repo, &recorded.branch)?);
     }
+    reasons.extend(own_refs_reason(repo, wt)?);
     Ok(reasons)
+}
+
+/// Commits only the worktree's own refs keep: `refs/worktree/*`,
+/// `refs/bisect/*` and `refs/rewritten/*` live in a linked worktree's git
+/// directory, which goes with it. git is asked only when that directory
+/// holds a ref (a fresh worktree's `refs/` is empty).
+fn own_refs_reason(repo: &Repo, wt: &Path) -> Result<Option<String>> {
+    let Some(git_dir) = super::submodules::worktree_git_dir(repo, wt)? else {
+        return Ok(None);
+    };
+    let holds_refs = std::fs::read_dir(git_dir.join("refs"))
+        .is_ok_and(|mut entries| entries.next().is_some())
+        || git_dir.join("reftable").exists();
+    if !holds_refs {
+        return Ok(None);
+    }
+    // Asked of git with the worktree's git directory: the worktree's own
+    // directory may be gone.
+    let git_dir = git_dir.to_string_lossy();
+    let only_here = repo.git.run(
+        &repo.main_root,
+        &[
+            "--git-dir",
+            &git_dir,
+            "rev-list",
+            "--oneline",
+            "--glob=refs/worktree",
+            "--glob=refs/bisect",
+            "--glob=refs/rewritten",
+            "--not",
+            "--branches",
+            "--tags",
+            "--remotes",
+        ],
+    )?;
+    let commits: Vec<&str> = only_here.lines().collect();
+    if commits.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(format!(
+        "{} commit(s) are kept only by refs of {} itself (refs/worktree/, refs/bisect/, \
+         refs/rewritten/), on no branch, tag or remote: {}",
+        commits.len(),
+        wt.display(),
+        list_some(&commits, 3)
+    )))
 }
 
 fn unsaved(repo: &Repo, branch: &str) -> Result<Option<String>> {
@@ -182,7 +232,7 @@ fn unsaved(repo: &Repo, branch: &str) -> Result<Option<String>> {
     )))
 }
 
-fn list_some<S: AsRef<str>>(items: &[S], n: usize) -> String {
+pub(super) fn list_some<S: AsRef<str>>(items: &[S], n: usize) -> String {
     let mut shown: Vec<&str> = items.iter().take(n).map(AsRef::as_ref).collect();
     if items.len() > n {
         shown.push("…");
@@ -217,57 +267,6 @@ fn uncommitted(status: Running) -> Result<Vec<String>> {
         .map(|e| &e[3..])
         .filter(|p| !super::is_grove_path(p))
         .map(|p| String::from_utf8_lossy(p).into_owned())
-        .collect())
-}
-
-/// Initialised submodules with uncommitted changes or commits that exist
-/// nowhere else: removing the worktree removes their git directories too.
-fn submodule_reasons(repo: &Repo, wt: &Path) -> Result<Vec<String>> {
-    let mut reasons = Vec::new();
-    for sub in submodules(repo, wt)? {
-        let dir = wt.join(&sub);
-        let dirty = repo.git.bytes(
-            &dir,
-            &["status", "--porcelain=v1", "-z", "--untracked-files=all"],
-            None,
-            true,
-        )?;
-        if !dirty.is_empty() {
-            reasons.push(format!("uncommitted changes in submodule {sub}"));
-        }
-        let local = repo.git.run(
-            &dir,
-            &[
-                "rev-list",
-                "--oneline",
-                "HEAD",
-                "--not",
-                "--remotes",
-                "--tags",
-            ],
-        )?;
-        let commits: Vec<&str> = local.lines().collect();
-        if !commits.is_empty() {
-            reasons.push(format!(
-                "{} commit(s) in submodule {sub} are on none of its remotes: {}",
-                commits.len(),
-                list_some(&commits, 3)
-            ));
-        }
-    }
-    Ok(reasons)
-}
-
-/// Paths of the worktree's initialised submodules, nested ones included.
-fn submodules(repo: &Repo, wt: &Path) -> Result<Vec<String>> {
-    if std::fs::symlink_metadata(wt.join(".gitmodules")).is_err() {
-        return Ok(Vec::new());
-    }
-    let out = repo.git.run(wt, &["submodule", "status", "--recursive"])?;
-    Ok(out
-        .lines()
-        .filter(|l| !l.starts_with('-'))
-        .filter_map(|l| l.get(1..)?.split_whitespace().nth(1).map(str::to_string))
         .collect())
 }
 

@@ -611,3 +611,172 @@ fn a_refresh_that_finds_nothing_new_leaves_the_cache_record_as_it_was() {
         String::from_utf8_lossy(&before)
     );
 }
+
+/// `app` with the submodule `lib`, which has the submodule `inner`, both
+/// initialised in the main checkout's tasks by grove (local paths as
+/// submodule URLs need `protocol.file.allow` in the user's config).
+fn app_with_nested_submodules(sb: &Sandbox) -> PathBuf {
+    let config = sb.path().join("gitconfig");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("[protocol \"file\"]\n\tallow = always\n");
+    std::fs::write(&config, text).unwrap();
+    let inner = sb.repo("inner");
+    let lib = sb.repo("lib");
+    sb.git(
+        &lib,
+        &["submodule", "add", "-q", inner.to_str().unwrap(), "inner"],
+    );
+    sb.git(&lib, &["commit", "-qm", "add inner"]);
+    let app = sb.repo("app");
+    sb.git(
+        &app,
+        &["submodule", "add", "-q", lib.to_str().unwrap(), "lib"],
+    );
+    sb.git(&app, &["commit", "-qm", "add lib"]);
+    app
+}
+
+/// A change to `README.md` in `dir`, stashed.
+fn stash_in(sb: &Sandbox, dir: &std::path::Path, text: &str) {
+    std::fs::write(dir.join("README.md"), text).unwrap();
+    sb.git(dir, &["stash", "push", "-q", "-m", text]);
+}
+
+/// `rm` refuses, naming each of `words`, and says how to override.
+#[track_caller]
+fn refused_naming(sb: &Sandbox, repo: &std::path::Path, t: &Task, words: &[&str]) {
+    let err = fails_with(sb.grove(repo).args(["rm", &t.id]), 1);
+    for w in words {
+        assert!(err.contains(w), "{w:?} not in: {err}");
+    }
+    assert!(err.contains("--force"), "{err}");
+    assert!(t.wt.is_dir(), "the worktree stays");
+}
+
+#[test]
+fn a_stash_in_a_submodule_or_in_its_own_submodule_is_unsaved_work() {
+    let sb = Sandbox::new();
+    let repo = app_with_nested_submodules(&sb);
+    let t = task(&sb, &repo, "stashes");
+    assert!(t.wt.join("lib/inner/README.md").is_file(), "initialised");
+    stash_in(&sb, &t.wt.join("lib"), "half-done idea");
+    assert_eq!(sb.git(&t.wt, &["status", "--porcelain"]), "", "clean");
+    refused_naming(
+        &sb,
+        &repo,
+        &t,
+        &["submodule lib", "stash", "half-done idea"],
+    );
+
+    sb.git(&t.wt.join("lib"), &["stash", "drop", "-q"]);
+    stash_in(&sb, &t.wt.join("lib/inner"), "deeper idea");
+    refused_naming(
+        &sb,
+        &repo,
+        &t,
+        &["submodule lib/inner", "stash", "deeper idea"],
+    );
+
+    ok(sb.grove(&repo).args(["rm", &t.id, "--force"]));
+    assert!(!t.wt.exists());
+}
+
+#[test]
+fn submodule_commits_on_a_branch_not_checked_out_are_unsaved_work() {
+    let sb = Sandbox::new();
+    let repo = app_with_nested_submodules(&sb);
+    let t = task(&sb, &repo, "side branch");
+    let inner = t.wt.join("lib/inner");
+    let recorded = sb.git(&inner, &["rev-parse", "HEAD"]);
+    sb.git(&inner, &["checkout", "-q", "-b", "experiment"]);
+    commit_in(&sb, &inner, "experiment.txt");
+    // Back on the commit the superproject records: the worktree looks clean.
+    sb.git(&inner, &["checkout", "-q", "--detach", &recorded]);
+    assert_eq!(sb.git(&t.wt, &["status", "--porcelain"]), "", "clean");
+    refused_naming(
+        &sb,
+        &repo,
+        &t,
+        &["submodule lib/inner", "add experiment.txt"],
+    );
+
+    // Pushed to its remote, the commit is saved.
+    sb.git(&inner, &["push", "-q", "origin", "experiment"]);
+    ok(sb.grove(&repo).args(["rm", &t.id]));
+}
+
+#[test]
+fn a_deinitialised_submodule_keeps_its_git_directory_and_what_is_unsaved_in_it() {
+    let sb = Sandbox::new();
+    let repo = app_with_nested_submodules(&sb);
+    let t = task(&sb, &repo, "deinit");
+    stash_in(&sb, &t.wt.join("lib"), "kept in the git dir");
+    sb.git(&t.wt, &["submodule", "deinit", "-q", "--force", "lib"]);
+    assert!(!t.wt.join("lib/README.md").exists(), "no checkout left");
+    refused_naming(
+        &sb,
+        &repo,
+        &t,
+        &["submodule lib", "stash", "kept in the git dir"],
+    );
+}
+
+#[test]
+fn untracked_files_in_a_nested_submodule_are_named() {
+    let sb = Sandbox::new();
+    let repo = app_with_nested_submodules(&sb);
+    let t = task(&sb, &repo, "untracked");
+    std::fs::write(t.wt.join("lib/inner/notes.txt"), "n").unwrap();
+    refused_naming(&sb, &repo, &t, &["submodule lib/inner", "notes.txt"]);
+}
+
+#[test]
+fn commits_kept_only_by_the_worktrees_own_refs_are_unsaved_work() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let t = task(&sb, &repo, "own refs");
+    commit_in(&sb, &t.wt, "experiment.txt");
+    // Kept by a per-worktree ref (it lives in the worktree's git directory),
+    // then the branch goes back: nothing else has the commit.
+    sb.git(&t.wt, &["update-ref", "refs/worktree/keep", "HEAD"]);
+    sb.git(&t.wt, &["reset", "-q", "--hard", "HEAD~1"]);
+    let err = fails_with(sb.grove(&repo).args(["rm", &t.id]), 1);
+    assert!(
+        err.contains("add experiment.txt") && err.contains("--force"),
+        "{err}"
+    );
+    assert!(t.wt.is_dir());
+
+    // The worktree's directory deleted behind grove's back: its git
+    // directory, with the ref, is still there until it is removed.
+    std::fs::remove_dir_all(&t.wt).unwrap();
+    let err = fails_with(sb.grove(&repo).args(["rm", &t.id]), 1);
+    assert!(err.contains("add experiment.txt"), "{err}");
+    ok(sb.grove(&repo).args(["rm", &t.id, "--force"]));
+}
+
+#[test]
+fn a_worktree_deleted_behind_groves_back_leaves_its_submodules_git_directories_checked() {
+    let sb = Sandbox::new();
+    let repo = app_with_nested_submodules(&sb);
+    let t = task(&sb, &repo, "gone");
+    stash_in(&sb, &t.wt.join("lib/inner"), "still in the git dir");
+    std::fs::remove_dir_all(&t.wt).unwrap();
+    assert_eq!(row_of(&sb, &repo, &t.id)["status"], "missing");
+    // gc --missing would prune the worktree's git directory, and with it
+    // the submodules' (their stash is still there).
+    let out = json(&ok(sb.grove(&repo).args([
+        "gc",
+        "--missing",
+        "--yes",
+        "--json",
+    ])));
+    let skip = out["worktrees"][0]["skip"].as_str().unwrap_or_default();
+    assert!(
+        skip.contains("submodule lib/inner") && skip.contains("still in the git dir"),
+        "{out}"
+    );
+    let err = fails_with(sb.grove(&repo).args(["rm", &t.id]), 1);
+    assert!(err.contains("stash") && err.contains("--force"), "{err}");
+    ok(sb.grove(&repo).args(["rm", &t.id, "--force"]));
+}

@@ -55,6 +55,7 @@ pub mod project;
 pub mod recover;
 pub mod search;
 pub mod secrets;
+pub mod setting;
 pub mod shellquote;
 pub mod store;
 pub mod sync;

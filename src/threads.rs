@@ -96,16 +96,6 @@ pub fn start(
     Ok((thread, meta))
 }
 
-/// The agent id for a new thread: the explicit one, else the project's
-/// `defaults.agentId`, else [`UNKNOWN_AGENT`].
-pub fn choose_agent(explicit: Option<&str>, config: Option<&atsf::Config>) -> String {
-    explicit
-        .map(str::to_string)
-        .or_else(|| config?.defaults.as_ref()?.agent_id.clone())
-        .or_else(|| crate::userconfig::get().ok()?.agent.clone())
-        .unwrap_or_else(|| UNKNOWN_AGENT.to_string())
-}
-
 /// Archives (`true`) or unarchives a thread; returns whether it changed.
 /// Unarchiving removes the field rather than writing `false`.
 pub fn set_archived(found: &crate::discovery::Found, archived: bool) -> crate::Result<bool> {

@@ -12,13 +12,17 @@ use crate::hooks::interrupt::Watch;
 
 /// The program `argv0` as found on `PATH` (or as given, when it is a path).
 /// A missing one is an error saying how to get it.
-pub fn program(argv0: &str, agent: &str) -> Result<PathBuf> {
-    let hint = match agent {
-        super::CLAUDE_CODE => {
-            "install Claude Code (https://docs.anthropic.com/en/docs/claude-code) so `claude` is on PATH"
+pub fn program(argv0: &str, spec: &super::AgentSpec) -> Result<PathBuf> {
+    let agent = spec.id.as_str();
+    let hint = match (&spec.file, agent) {
+        (Some(_), _) => format!("fix the command of {}", spec.fix_hint()),
+        (None, super::CLAUDE_CODE) => {
+            "install Claude Code (https://docs.anthropic.com/en/docs/claude-code) so `claude` is on PATH".into()
         }
-        super::CODEX => "install Codex (`npm install -g @openai/codex`) so `codex` is on PATH",
-        _ => "fix the command under grove.agents in config.json",
+        (None, super::CODEX) => {
+            "install Codex (`npm install -g @openai/codex`) so `codex` is on PATH".into()
+        }
+        (None, _) => format!("add {}", spec.fix_hint()),
     };
     which::which(argv0).map_err(|_| {
         Error::Other(format!(

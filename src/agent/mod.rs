@@ -93,6 +93,22 @@ pub struct AgentSpec {
     /// Whose files it speaks, for capture and resume.
     pub native: Option<Native>,
     pub origin: Origin,
+    /// The config file that defines it (`None`: built in).
+    pub file: Option<std::path::PathBuf>,
+}
+
+impl AgentSpec {
+    /// Where a user fixes this agent's definition: its config file's
+    /// `grove.agents.<id>`, or (built in) where to define one.
+    pub fn fix_hint(&self) -> String {
+        match &self.file {
+            Some(file) => format!("grove.agents.{} in {}", self.id, file.display()),
+            None => format!(
+                "a definition of {} under grove.agents in .agent/config.json or in grove's own config.json",
+                self.id
+            ),
+        }
+    }
 }
 
 impl AgentSpec {
@@ -116,6 +132,7 @@ impl AgentSpec {
             resume: Some(resume),
             native: Some(native),
             origin: Origin::BuiltIn,
+            file: None,
         })
     }
 

@@ -61,8 +61,9 @@ pub fn plan(thread: &Thread, worktree: &Path, spec: AgentSpec, options: &Options
         Some(id) => {
             let template = spec.resume.clone().ok_or_else(|| {
                 Error::Other(format!(
-                    "the agent {} has no resume command; add \"resume\": [..., \"{{sessionId}}\"] under grove.agents.{} in config.json",
-                    spec.id, spec.id
+                    "the agent {} has no resume command; add \"resume\": [..., \"{{sessionId}}\"] to {}",
+                    spec.id,
+                    spec.fix_hint()
                 ))
             })?;
             (template, Some(id.clone()))
@@ -75,7 +76,7 @@ pub fn plan(thread: &Thread, worktree: &Path, spec: AgentSpec, options: &Options
         }
     };
     let argv = super::expand(&template, opening.as_deref(), session.as_deref())?;
-    let program = launch::program(&argv[0], &spec.id)?;
+    let program = launch::program(&argv[0], &spec)?;
     let repo_root = crate::project::Project::discover(worktree)?.main_root;
     Ok(Plan {
         repo_root,

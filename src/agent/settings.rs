@@ -51,6 +51,9 @@ impl Section {
 pub struct Settings {
     user: Section,
     project: Section,
+    /// The files they were read from.
+    user_file: Option<PathBuf>,
+    project_file: Option<PathBuf>,
     /// The project's main worktree, where its trust is recorded.
     project_root: Option<PathBuf>,
 }
@@ -68,6 +71,8 @@ impl Settings {
     pub fn load(main_root: Option<&Path>) -> Result<Settings> {
         let user_file = crate::home::data_dir()?.join("config.json");
         let user = read_section(&user_file)?;
+        let project_file =
+            main_root.map(|root| crate::store::Store::for_project(root).config_path());
         let project = match main_root {
             Some(root) => {
                 let store = crate::store::Store::for_project(root);
@@ -81,15 +86,17 @@ impl Settings {
         Ok(Settings {
             user,
             project,
+            user_file: Some(user_file),
+            project_file,
             project_root: main_root.map(Path::to_path_buf),
         })
     }
 
     /// The configured agent `id` (the project's overrides the user's).
     pub fn agent(&self, id: &str) -> Option<AgentSpec> {
-        let (config, origin) = match (self.project.agents.get(id), self.user.agents.get(id)) {
-            (Some(c), _) => (c, Origin::Project),
-            (None, Some(c)) => (c, Origin::User),
+        let (config, origin, file) = match (self.project.agents.get(id), self.user.agents.get(id)) {
+            (Some(c), _) => (c, Origin::Project, self.project_file.clone()),
+            (None, Some(c)) => (c, Origin::User, self.user_file.clone()),
             (None, None) => return None,
         };
         Some(AgentSpec {
@@ -98,6 +105,7 @@ impl Settings {
             resume: config.resume.clone(),
             native: config.native.or_else(|| Native::from_name(id)),
             origin,
+            file,
         })
     }
 

@@ -25,7 +25,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let repo = project
         .as_ref()
         .and_then(|p| p.main_store().config().ok().flatten());
-    let mut values: Vec<(String, Value, &str)> = Vec::new();
+    let mut values: Vec<(String, Value, String)> = Vec::new();
 
     let data = grove::home::data_dir()?;
     let data_source = if std::env::var_os("GROVE_HOME").is_some() {
@@ -33,7 +33,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     } else {
         "default"
     };
-    values.push(("data-dir".into(), json!(data), data_source));
+    values.push(("data-dir".into(), json!(data), data_source.into()));
 
     let (wt, wt_source) = match &user.worktree_dir {
         Some(t) => (t.clone(), "user config"),
@@ -45,49 +45,33 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
             "default",
         ),
     };
-    values.push(("worktree-dir".into(), json!(wt), wt_source));
+    values.push(("worktree-dir".into(), json!(wt), wt_source.into()));
 
-    let repo_prefix = repo.as_ref().and_then(|c| {
-        c.extra
-            .get("grove")?
-            .get("branchPrefix")?
-            .as_str()
-            .map(str::to_string)
-    });
-    let (prefix, source) = match (&repo_prefix, &user.branch_prefix) {
-        (Some(p), _) => (
-            p.clone(),
-            "repository (.agent/config.json grove.branchPrefix)",
-        ),
-        (None, Some(p)) => (p.clone(), "user config"),
-        (None, None) => (
-            grove::worktree::DEFAULT_BRANCH_PREFIX.to_string(),
-            "default",
-        ),
-    };
-    values.push(("branch-prefix".into(), json!(prefix), source));
-
-    let repo_agent = repo
+    let config_file = project
         .as_ref()
-        .and_then(|c| c.defaults.as_ref()?.agent_id.clone());
-    let (agent, source) = match (&repo_agent, &user.agent) {
-        (Some(a), _) => (
-            a.clone(),
-            "repository (.agent/config.json defaults.agentId)",
-        ),
-        (None, Some(a)) => (a.clone(), "user config"),
-        (None, None) => ("unknown".to_string(), "default"),
-    };
-    values.push(("agent".into(), json!(agent), source));
+        .map(|p| p.main_store().config_path())
+        .unwrap_or_default();
+    let prefix = grove::setting::branch_prefix(repo.as_ref(), &config_file);
+    values.push((
+        "branch-prefix".into(),
+        json!(prefix.value),
+        described(&prefix.source),
+    ));
+    let agent = grove::setting::agent(None, repo.as_ref(), &config_file);
+    values.push(("agent".into(), json!(agent.value), described(&agent.source)));
     if !user.push_exclude_tags.is_empty() {
         values.push((
             "push-exclude-tags".into(),
             json!(user.push_exclude_tags),
-            "user config",
+            "user config".into(),
         ));
     }
     for (command, flags) in &user.flags {
-        values.push((format!("flags.{command}"), json!(flags), "user config"));
+        values.push((
+            format!("flags.{command}"),
+            json!(flags),
+            "user config".into(),
+        ));
     }
 
     if args.json {
@@ -110,4 +94,13 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         out.line(&format!("{k:<14} {shown}  ({s})"))?;
     }
     Ok(super::exit::SUCCESS)
+}
+
+/// A source as `grove config` shows it: the kind, and for the repository
+/// the key and the file.
+fn described(source: &grove::setting::Source) -> String {
+    match source {
+        grove::setting::Source::Repository { .. } => format!("repository ({source})"),
+        other => other.kind().to_string(),
+    }
 }

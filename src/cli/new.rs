@@ -135,11 +135,23 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let use_worktree = args.worktree || (!args.no_worktree && configured);
     let title = thread_title(args.title.as_deref(), args.prompt.as_deref());
     let launch_agent = args.launch.as_deref().filter(|a| !a.is_empty());
-    let agent = threads::choose_agent(args.agent.as_deref().or(launch_agent), config.as_ref());
+    let chosen = grove::setting::agent(
+        args.agent.as_deref().or(launch_agent),
+        config.as_ref(),
+        &project.main_store().config_path(),
+    );
+    let agent = chosen.value.clone();
     let launch = args.launch.is_some().then(|| {
         let mut l = args.launch_args.clone();
         l.trust_agent |= args.task.trust;
-        (launch_agent.unwrap_or(&agent).to_string(), l)
+        Launch {
+            agent: launch_agent.unwrap_or(&agent).to_string(),
+            source: match launch_agent {
+                Some(_) => grove::setting::Source::CommandLine,
+                None => chosen.source.clone(),
+            },
+            args: l,
+        }
     });
     if !use_worktree && args.in_.is_none() {
         refuse_worktree_flags(&args, configured)?;
@@ -212,15 +224,27 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     then_launch(out, &project, &created.thread, &created.worktree, launch)
 }
 
+/// What `--launch` starts, and where its agent was named.
+struct Launch {
+    agent: String,
+    source: grove::setting::Source,
+    args: super::launch::LaunchArgs,
+}
+
 /// `--launch`: the agent, once the task is there.
 fn then_launch(
     out: &Output,
     project: &Project,
     thread: &grove::store::Thread,
     dir: &Path,
-    launch: Option<(String, super::launch::LaunchArgs)>,
+    launch: Option<Launch>,
 ) -> anyhow::Result<u8> {
-    let Some((agent, args)) = launch else {
+    let Some(Launch {
+        agent,
+        source,
+        args,
+    }) = launch
+    else {
         return Ok(super::exit::SUCCESS);
     };
     let options = grove::agent::session::Options {
@@ -229,6 +253,10 @@ fn then_launch(
         capture: !args.no_capture,
     };
     super::launch::launch_in(out, project, thread, dir, &agent, &args, options).map_err(|e| {
+        let e = match source {
+            grove::setting::Source::CommandLine => e,
+            source => e.context(format!("the agent {agent:?} is named by {source}")),
+        };
         e.context(format!(
             "the task is there ({}, thread {}); `grove launch {}` starts the agent once fixed",
             dir.display(),

@@ -73,7 +73,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     })?;
     let resume_cmd = spec.resume.clone().unwrap_or_default();
     // Nothing is made or written for an agent that cannot start.
-    grove::agent::launch::program(resume_cmd.first().map_or("", String::as_str), &spec.id)?;
+    grove::agent::launch::program(resume_cmd.first().map_or("", String::as_str), &spec)?;
     let (thread, worktree) = place(&project, &found, &args, out)?;
     catch_up(&thread, &project.main_root, out);
     let written = resume::write_session(&thread, native, &worktree)?;

@@ -16,9 +16,7 @@ mod submodules;
 pub mod taskenv;
 mod teardown;
 
-pub use create::{
-    CreatedTask, DEFAULT_BRANCH_PREFIX, MakeThread, NewTask, branch_prefix, create, create_with,
-};
+pub use create::{CreatedTask, DEFAULT_BRANCH_PREFIX, MakeThread, NewTask, create, create_with};
 pub use integrated::{Integration, Reason};
 pub(crate) use remove::delete_branch as delete_branch_at;
 pub use remove::{RemoveOptions, Removed, remove, unsafe_reasons};

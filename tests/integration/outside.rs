@@ -574,3 +574,75 @@ fn a_pull_of_a_huge_log_stays_within_64_mib() {
         "every message, once"
     );
 }
+
+#[test]
+fn a_bad_setting_is_blamed_on_the_file_it_came_from() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let config = sb.path().join("config.toml");
+    std::fs::write(&config, "branch-prefix = \"bad..prefix/\"\n").unwrap();
+    let err = fails_with(
+        sb.grove(&repo)
+            .env("GROVE_CONFIG", &config)
+            .args(["new", "T"]),
+        1,
+    );
+    assert!(
+        err.contains("branch-prefix") && err.contains(config.to_str().unwrap()),
+        "{err}"
+    );
+    assert!(!err.contains("config.json"), "{err}");
+    // The repository's own wins, and is named when it is the bad one.
+    write_config(
+        &repo,
+        serde_json::json!({"specVersion": "1.1", "grove": {"branchPrefix": "worse..x/"}}),
+    );
+    let err = fails_with(
+        sb.grove(&repo)
+            .env("GROVE_CONFIG", &config)
+            .args(["new", "T"]),
+        1,
+    );
+    let file = repo.join(".agent/config.json");
+    assert!(
+        err.contains("grove.branchPrefix") && err.contains(file.to_str().unwrap()),
+        "{err}"
+    );
+    // A default agent that does not exist, named with its file.
+    std::fs::write(&config, "agent = \"nope\"\n").unwrap();
+    write_config(&repo, serde_json::json!({"specVersion": "1.1"}));
+    let err = fails_with(
+        sb.grove(&repo)
+            .env("GROVE_CONFIG", &config)
+            .args(["new", "T", "--launch"]),
+        1,
+    );
+    assert!(
+        err.contains("nope") && err.contains(config.to_str().unwrap()),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_worktree_dir_template_that_points_at_a_full_directory_is_named() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let taken = sb.dir("taken");
+    std::fs::write(taken.join("keep.txt"), "mine").unwrap();
+    let config = sb.path().join("config.toml");
+    std::fs::write(&config, format!("worktree-dir = \"{}\"\n", taken.display())).unwrap();
+    let err = fails_with(
+        sb.grove(&repo)
+            .env("GROVE_CONFIG", &config)
+            .args(["new", "T"]),
+        1,
+    );
+    assert!(
+        err.contains("worktree-dir") && err.contains(config.to_str().unwrap()),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(taken.join("keep.txt")).unwrap(),
+        "mine"
+    );
+}

@@ -108,21 +108,6 @@ pub struct CreatedTask {
     pub interrupted: Option<i32>,
 }
 
-/// The branch prefix configured under `grove.branchPrefix`, else the user's
-/// (`branch-prefix` in config.toml), else the default.
-pub fn branch_prefix(config: Option<&Config>) -> String {
-    config
-        .and_then(|c| {
-            c.extra
-                .get("grove")?
-                .get("branchPrefix")?
-                .as_str()
-                .map(str::to_string)
-        })
-        .or_else(|| crate::userconfig::get().ok()?.branch_prefix.clone())
-        .unwrap_or_else(|| DEFAULT_BRANCH_PREFIX.to_string())
-}
-
 /// Creates the task. `ask_trust` is called with the command list when it is
 /// not yet trusted (and `--trust` was not given); it returns the user's answer.
 pub fn create(

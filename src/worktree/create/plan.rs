@@ -42,7 +42,8 @@ pub(super) fn plan(
     }
     let id = meta.thread_id.clone();
     let short: String = id.chars().take(8).collect();
-    let (branch, create_branch) = choose_branch(repo, task, config, &short)?;
+    let prefix = crate::setting::branch_prefix(config, &project.main_store().config_path());
+    let (branch, create_branch) = choose_branch(repo, task, &prefix, &short)?;
     let (base_rev, carry) = match (&task.carry_from, &task.base) {
         // Carried changes are relative to the source worktree's HEAD.
         (Some(src), base) => {
@@ -93,8 +94,17 @@ pub(super) fn plan(
             .next()
             .is_some()
     {
+        let from_config =
+            task.dir.is_none() && crate::userconfig::get().is_ok_and(|u| u.worktree_dir.is_some());
+        let fix = match (from_config, crate::userconfig::path()) {
+            (true, Some(file)) => format!(
+                "it comes from worktree-dir in {}: change the template there, or pass --dir",
+                file.display()
+            ),
+            _ => "choose another --dir".to_string(),
+        };
         return Err(Error::Refused(format!(
-            "{} exists and is not empty; choose another --dir",
+            "{} exists and is not empty; {fix}",
             dir.display()
         )));
     }
@@ -127,14 +137,16 @@ pub(super) fn plan(
 fn choose_branch(
     repo: &Repo,
     task: &NewTask,
-    config: Option<&Config>,
+    prefix: &crate::setting::Setting<String>,
     short: &str,
 ) -> Result<(String, bool)> {
     let Some(name) = &task.branch else {
-        let name = format!("{}{short}", branch_prefix(config));
+        let name = format!("{}{short}", prefix.value);
         if !repo.valid_branch_name(&name)? {
             return Err(Error::Other(format!(
-                "the generated branch name {name:?} is not valid; fix grove.branchPrefix in config.json"
+                "the generated branch name {name:?} is not valid (see `git check-ref-format --branch`); \
+                 fix the prefix {:?}, {}",
+                prefix.value, prefix.source
             )));
         }
         if repo.branch_exists(&name)? {

@@ -32,11 +32,15 @@ pub enum Status {
     Removed,
     /// Another machine's thread, brought by `grove pull` into the cache.
     Remote,
+    /// Its worktree exists, but the thread there cannot be read (a
+    /// `threadId` that is not its directory's name, bad JSON, a link):
+    /// shown from grove's cache, and left alone until it is fixed.
+    Unreadable,
 }
 
 impl Status {
     /// Every status, in the order `list` explains them.
-    pub const ALL: [Status; 7] = [
+    pub const ALL: [Status; 8] = [
         Status::Local,
         Status::Live,
         Status::Dirty,
@@ -44,6 +48,7 @@ impl Status {
         Status::Missing,
         Status::Removed,
         Status::Remote,
+        Status::Unreadable,
     ];
 
     /// The status named `s` (`dirty`).
@@ -61,6 +66,7 @@ impl Status {
             Status::Missing => "missing",
             Status::Removed => "removed",
             Status::Remote => "remote",
+            Status::Unreadable => "unreadable",
         }
     }
 }
@@ -205,6 +211,13 @@ fn discover_kept(project: &Project, options: Options, keep: Keep<'_>) -> Result<
                 seen.insert(c.thread.id().to_string());
                 out.threads
                     .push(from_cache(c, Status::Missing, wt.locked.clone()));
+            } else if c.record.state == CacheState::Live && thread_dir_there(wt, c) {
+                // The thread is there and cannot be read (its error is
+                // among the warnings): never restored over, never taken
+                // for removed.
+                seen.insert(c.thread.id().to_string());
+                out.threads
+                    .push(from_cache(c, Status::Unreadable, wt.locked.clone()));
             } else if c.record.state == CacheState::Live {
                 // The worktree is there but lost the thread (`git clean -fdx`).
                 match restore(&main_root, wt, c) {
@@ -245,6 +258,12 @@ fn discover_kept(project: &Project, options: Options, keep: Keep<'_>) -> Result<
     }
     sort_newest_first(&mut out.threads);
     Ok(out)
+}
+
+/// Whether the worktree `wt` still has a directory (or anything) under the
+/// name of cached thread `c`.
+fn thread_dir_there(wt: &WorktreeEntry, c: &cache::CachedThread) -> bool {
+    std::fs::symlink_metadata(Store::for_project(&wt.path).thread_dir(c.thread.id())).is_ok()
 }
 
 /// `--all`: the other repositories of grove's cache. Those still there

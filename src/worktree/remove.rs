@@ -564,6 +564,37 @@ fn processes_gone(
 
 /// The refusals that need no look at the repository: no worktree, already
 /// removed, locked. Returns the worktree.
+/// Why the thread `id` of worktree `wt` cannot be read, and what fixes it:
+/// grove does not remove a worktree whose thread it cannot save first.
+fn unreadable(wt: &Path, id: &str) -> Error {
+    let thread = Store::for_project(wt).thread(id);
+    let why = match thread.and_then(|t| t.meta()) {
+        Err(e) => e.to_string(),
+        Ok(_) => "it could not be read when grove looked".to_string(),
+    };
+    let file = Store::for_project(wt)
+        .thread_dir(id)
+        .join(crate::atsf::THREAD_FILE);
+    let fix = match crate::fsutil::read(&file)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v.get("threadId")?.as_str().map(str::to_string))
+    {
+        Some(other) if other != id => format!(
+            "set \"threadId\" in {} back to \"{id}\" (the name of its directory, the id grove knows this task by; it says {other:?})",
+            file.display()
+        ),
+        _ => format!(
+            "repair {} (`grove validate` names what is wrong)",
+            file.display()
+        ),
+    };
+    Error::Refused(format!(
+        "the thread of this task cannot be read, so grove will not remove its worktree {}: {why}. To fix it, {fix}, then run `grove rm {id}` again",
+        wt.display()
+    ))
+}
+
 fn refuse_early(found: &Found, options: RemoveOptions) -> Result<PathBuf> {
     let id = found.thread.id();
     let Some(wt) = found.worktree.clone() else {
@@ -584,6 +615,9 @@ fn refuse_early(found: &Found, options: RemoveOptions) -> Result<PathBuf> {
                 ""
             }
         )));
+    }
+    if found.status == Status::Unreadable {
+        return Err(unreadable(&wt, id));
     }
     if let Some(reason) = &found.locked {
         return Err(Error::Refused(format!(

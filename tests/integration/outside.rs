@@ -646,3 +646,45 @@ fn a_worktree_dir_template_that_points_at_a_full_directory_is_named() {
         "mine"
     );
 }
+
+#[test]
+fn a_thread_whose_id_is_not_its_directory_is_named_not_taken_for_removed() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let task = new_task(&sb, &repo, &["T", "--no-hooks"]);
+    let id = task["threadId"].as_str().unwrap().to_string();
+    let wt = PathBuf::from(task["worktreePath"].as_str().unwrap());
+    let file = PathBuf::from(task["threadDir"].as_str().unwrap()).join("thread.json");
+    let mut meta = read_json(&file);
+    meta["threadId"] = Value::from("other-id");
+    std::fs::write(&file, serde_json::to_vec_pretty(&meta).unwrap()).unwrap();
+
+    let out = run(sb.grove(&repo).args(["list", "--json"]));
+    let rows = json(&String::from_utf8_lossy(&out.stdout));
+    let row = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["threadId"] == id.as_str())
+        .unwrap();
+    assert_eq!(row["status"], "unreadable", "{row}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !said.contains("already exists"),
+        "no restore over it: {said}"
+    );
+
+    let err = fails_with(sb.grove(&repo).args(["rm", &id]), 1);
+    assert!(!err.contains("already removed"), "{err}");
+    assert!(
+        err.contains("other-id") && err.contains(file.to_str().unwrap()),
+        "the mismatch, named: {err}"
+    );
+    assert!(err.contains(&format!("back to \"{id}\"")), "the fix: {err}");
+    assert!(wt.is_dir(), "nothing removed");
+    // Fixed as said, rm works.
+    meta["threadId"] = Value::from(id.as_str());
+    std::fs::write(&file, serde_json::to_vec_pretty(&meta).unwrap()).unwrap();
+    ok(sb.grove(&repo).args(["rm", &id]));
+    assert!(!wt.exists());
+}

@@ -83,7 +83,7 @@ fn work_dir(found: &Found) -> Option<PathBuf> {
 pub fn read_git_state(dir: &Path, meta: &ThreadMeta) -> Result<(GitState, Vec<String>)> {
     let git = Git::find()?;
     let current = git.run(dir, &["rev-parse", "HEAD"])?;
-    let initial = meta
+    let recorded = meta
         .git
         .as_ref()
         .and_then(|g| g.initial_commit.clone())
@@ -96,12 +96,26 @@ pub fn read_git_state(dir: &Path, meta: &ThreadMeta) -> Result<(GitState, Vec<St
                 .map(str::to_string)
         })
         .unwrap_or_else(|| current.clone());
-    if !git.check(dir, &["cat-file", "-e", &format!("{initial}^{{commit}}")])? {
+    // The recorded commit comes from thread.json, which may come from
+    // anywhere: it is resolved to an object id (never read as an option)
+    // before git is given it again.
+    let resolved = git.output(
+        dir,
+        &[
+            "rev-parse",
+            "-q",
+            "--verify",
+            "--end-of-options",
+            &format!("{recorded}^{{commit}}"),
+        ],
+    )?;
+    if !resolved.success {
         return Err(Error::Git(format!(
-            "the thread's initial commit {initial} is not in the repository at {}",
+            "the thread's initial commit {recorded:?} is not in the repository at {}",
             dir.display()
         )));
     }
+    let initial = resolved.stdout.trim().to_string();
     let log = git.bytes(
         dir,
         &[

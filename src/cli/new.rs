@@ -429,25 +429,40 @@ fn task_worktree(
         let root = Project::discover(&path)?.root;
         return Ok((root, None));
     }
-    let thread = grove::discovery::find_thread(project, target)?;
-    let meta = thread.meta()?;
-    let root = match &meta.context.worktree {
-        Some(w) if Path::new(&w.path).is_dir() => PathBuf::from(&w.path),
-        Some(w) => anyhow::bail!(
-            "the worktree of thread {} ({}) is gone: --in needs a worktree that is there (`grove new` makes a new task)",
-            meta.thread_id,
-            w.path
-        ),
-        // A thread in a project's own .agent/: that project.
-        None => thread
-            .dir()
-            .parent()
-            .and_then(Path::parent)
-            .and_then(Path::parent)
-            .map(Path::to_path_buf)
-            .ok_or_else(|| anyhow::anyhow!("thread {} is not in a project", meta.thread_id))?,
-    };
-    Ok((root, meta.context.worktree.clone()))
+    // Where the task's worktree is comes from git and grove's own records
+    // (discovery), never from the thread.json, which a pull or a commit
+    // could point anywhere.
+    let found = grove::discovery::resolve(project, target)?;
+    let id = &found.meta.thread_id;
+    if let Some(wt) = found.live_worktree() {
+        let info = grove::atsf::WorktreeInfo {
+            path: wt.to_string_lossy().into_owned(),
+            branch: found.branch.clone().unwrap_or_default(),
+            extra: Default::default(),
+        };
+        return Ok((wt.to_path_buf(), Some(info)));
+    }
+    if let Some(wt) = &found.worktree {
+        anyhow::bail!(
+            "the worktree of thread {id} ({}) is not there: --in needs a worktree that is (`grove switch {id}` makes it again, `grove new` makes a new task)",
+            wt.display()
+        );
+    }
+    if found.from_cache {
+        anyhow::bail!(
+            "thread {id} has no worktree on this machine: --in needs one (`grove switch {id}` makes it)"
+        );
+    }
+    // A thread in a project's own .agent/: that project.
+    let root = found
+        .thread
+        .dir()
+        .parent()
+        .and_then(Path::parent)
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .ok_or_else(|| anyhow::anyhow!("thread {id} is not in a project"))?;
+    Ok((root, None))
 }
 
 /// Asks on a terminal whether the repository's commands may run.

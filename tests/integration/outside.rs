@@ -688,3 +688,31 @@ fn a_thread_whose_id_is_not_its_directory_is_named_not_taken_for_removed() {
     ok(sb.grove(&repo).args(["rm", &id]));
     assert!(!wt.exists());
 }
+
+#[test]
+fn new_in_follows_where_a_thread_is_not_where_its_thread_json_points() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let task = new_task(&sb, &repo, &["A task", "--no-hooks"]);
+    let elsewhere = task["worktreePath"].as_str().unwrap().to_string();
+    // A thread of the main checkout (committed by someone, say) claiming
+    // that worktree.
+    let id = new_thread(&sb, &repo, "Main notes");
+    let file = repo.join(".agent/threads").join(&id).join("thread.json");
+    let mut meta = read_json(&file);
+    meta["context"]["worktree"] = serde_json::json!({"path": elsewhere, "branch": "x"});
+    std::fs::write(&file, serde_json::to_vec_pretty(&meta).unwrap()).unwrap();
+    let made = json(&ok(sb
+        .grove(&repo)
+        .args(["new", "--in", &id, "Beside", "--json"])));
+    assert_eq!(
+        made["worktreePath"].as_str().unwrap(),
+        repo.to_str().unwrap(),
+        "{made}"
+    );
+    let threads_there = std::fs::read_dir(PathBuf::from(&elsewhere).join(".agent/threads"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().is_dir())
+        .count();
+    assert_eq!(threads_there, 1, "nothing written into the other worktree");
+}

@@ -445,18 +445,16 @@ fn from_cache(c: &cache::CachedThread, status: Status, locked: Option<String>) -
 /// A `grove rm` that stopped after caching: if the directory is gone, let
 /// git forget it and mark the thread removed; if it is still there, it is live.
 fn finish_interrupted_removals(repo: &Repo, cached: &[cache::CachedThread]) -> Result<()> {
-    let mut pruned = false;
     for c in cached
         .iter()
         .filter(|c| c.record.state == CacheState::Removing)
     {
-        if Path::new(&c.record.worktree_path).exists() {
+        let wt = Path::new(&c.record.worktree_path);
+        if wt.exists() {
             cache::set_state(&repo.main_root, c.thread.id(), CacheState::Live)?;
         } else {
-            if !pruned {
-                repo.prune()?;
-                pruned = true;
-            }
+            // rm checked this worktree before it began; no other is touched.
+            repo.forget_worktree(wt)?;
             cache::set_state(&repo.main_root, c.thread.id(), CacheState::Removed)?;
         }
     }

@@ -260,41 +260,7 @@ fn drop_worktree(repo: &Repo, path: &Path) -> Result<()> {
     if exists(path) {
         crate::trash::remove_now(path)?;
     }
-    remove_admin_dirs(repo, path)?;
-    repo.prune()
-}
-
-/// Removes what git keeps for the worktree at `path` in
-/// `<git dir>/worktrees/<name>/`: the entry whose `gitdir` names it, or,
-/// when git was killed before writing that file, the entry named after the
-/// directory. A half-made entry (no `commondir` yet) makes every
-/// `git worktree list` fail, and git's own prune leaves it alone while it
-/// is locked ("initializing").
-fn remove_admin_dirs(repo: &Repo, path: &Path) -> Result<()> {
-    let admin = repo.common_dir()?.join("worktrees");
-    let Ok(entries) = std::fs::read_dir(&admin) else {
-        return Ok(());
-    };
-    let base = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let ours = path.join(".git");
-    for entry in entries.flatten() {
-        let dir = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let matches = match std::fs::read_to_string(dir.join("gitdir")) {
-            Ok(gitdir) => Path::new(gitdir.trim()) == ours,
-            // git appends a number when the name is taken: thread-ab12cd34 → thread-ab12cd341.
-            Err(_) => name
-                .strip_prefix(&base)
-                .is_some_and(|rest| rest.bytes().all(|b| b.is_ascii_digit())),
-        };
-        if matches {
-            crate::trash::remove_now(&dir)?;
-        }
-    }
-    Ok(())
+    repo.forget_worktree(path)
 }
 
 fn finish_removal(

@@ -704,7 +704,7 @@ fn remove_worktree_and_branch(
         .start(&repo.main_root, &["worktree", "remove", &path], false);
     let files_deleted = aside.map_or(Ok(()), |aside| aside.delete(background));
     let meanwhile = meanwhile();
-    let unregistered = unregistering.and_then(|git| unregistered(repo, git));
+    let unregistered = unregistering.and_then(|git| unregistered(repo, wt, git));
     let branch_deleted = match branch {
         Some((branch, started)) => started.and_then(|git| branch_deleted(repo, branch, git)),
         None => Ok(false),
@@ -730,13 +730,13 @@ fn set_aside(wt: &Path) -> Result<Option<crate::trash::Aside>> {
 
 /// git forgot the worktree whose directory is gone (`git worktree remove`
 /// was started as `git`), or is made to now.
-fn unregistered(repo: &Repo, git: Running) -> Result<()> {
+fn unregistered(repo: &Repo, wt: &Path, git: Running) -> Result<()> {
     if git.output()?.success {
         return Ok(());
     }
     // A git that refuses a worktree whose directory is gone, or an entry
-    // already gone.
-    repo.prune()
+    // already gone: this one entry goes (it was checked), no other.
+    repo.forget_worktree(wt)
 }
 
 /// What happens to grove's branch.

@@ -113,11 +113,40 @@ impl Repo {
         Ok(())
     }
 
-    /// `git worktree prune`: forgets worktrees whose directory is gone.
-    pub fn prune(&self) -> Result<()> {
-        self.git
-            .run(&self.main_root, &["worktree", "prune"])
-            .map(drop)
+    /// Makes git forget the worktree at `path`, whose directory is gone:
+    /// removes what git keeps for it in `<git dir>/worktrees/<name>/` — the
+    /// entry whose `gitdir` names it, or, when git was killed before writing
+    /// that file, the entry named after the directory. Never `git worktree
+    /// prune`, which forgets every worktree whose directory is gone, with
+    /// what their git directories alone hold (submodules' stashes, the
+    /// worktree's own refs) unchecked. A half-made entry (no `commondir`
+    /// yet) makes every `git worktree list` fail, and git's own prune
+    /// leaves it alone while it is locked ("initializing").
+    pub fn forget_worktree(&self, path: &Path) -> Result<()> {
+        let admin = self.common_dir()?.join("worktrees");
+        let Ok(entries) = std::fs::read_dir(&admin) else {
+            return Ok(());
+        };
+        let base = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let ours = path.join(".git");
+        for entry in entries.flatten() {
+            let dir = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let matches = match std::fs::read_to_string(dir.join("gitdir")) {
+                Ok(gitdir) => Path::new(gitdir.trim()) == ours,
+                // git appends a number when the name is taken: thread-ab12cd34 → thread-ab12cd341.
+                Err(_) => name
+                    .strip_prefix(&base)
+                    .is_some_and(|rest| rest.bytes().all(|b| b.is_ascii_digit())),
+            };
+            if matches {
+                crate::trash::remove_now(&dir)?;
+            }
+        }
+        Ok(())
     }
 
     /// libgit2's handle, when it can open the repository.

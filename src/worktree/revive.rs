@@ -36,13 +36,34 @@ pub fn revive(
     ask_trust: &dyn Fn(&[atsf::PostSetupCommand]) -> bool,
 ) -> Result<CreatedTask> {
     let repo = Repo::new(&project.main_root)?;
-    // A worktree deleted behind git's back still holds its branch.
-    repo.prune()?;
+    forget_old_entry(&repo, found)?;
     let task = plan(&repo, found, options)?;
     let maker = Revive {
         cached: found.thread.clone(),
     };
     create_with(project, &task, reporter, ask_trust, &maker)
+}
+
+/// A worktree deleted behind git's back still holds its branch: git's entry
+/// for this task's old worktree goes — once nothing only it holds (the
+/// worktree's own refs, its submodules' stashes) would go with it. No other
+/// worktree's entry is touched.
+fn forget_old_entry(repo: &Repo, found: &Found) -> Result<()> {
+    let Some(old) = found.worktree.as_deref().filter(|w| !w.exists()) else {
+        return Ok(());
+    };
+    let reasons = super::unsafe_reasons(repo, found)?;
+    if !reasons.is_empty() {
+        return Err(Error::Refused(format!(
+            "git still keeps the old worktree {} of thread {}, and it holds work saved nowhere else: {}; \
+             save it, or `grove rm --force {}` drops it, then try again",
+            old.display(),
+            found.meta.thread_id,
+            reasons.join("; "),
+            found.meta.thread_id
+        )));
+    }
+    repo.forget_worktree(old)
 }
 
 /// The task to make: the recorded branch (or the recorded commit), the old

@@ -716,3 +716,37 @@ fn new_in_follows_where_a_thread_is_not_where_its_thread_json_points() {
         .count();
     assert_eq!(threads_there, 1, "nothing written into the other worktree");
 }
+
+#[test]
+fn making_one_task_again_never_prunes_another_tasks_git_directory() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    // B: deleted behind grove's back, a commit kept only by its own ref.
+    let b = new_task(&sb, &repo, &["B", "--no-hooks"]);
+    let b_wt = PathBuf::from(b["worktreePath"].as_str().unwrap());
+    std::fs::write(b_wt.join("idea.txt"), "idea").unwrap();
+    sb.git(&b_wt, &["add", "idea.txt"]);
+    sb.git(&b_wt, &["commit", "-qm", "an idea kept by a worktree ref"]);
+    let idea = sb.git(&b_wt, &["rev-parse", "HEAD"]);
+    sb.git(&b_wt, &["update-ref", "refs/worktree/idea", &idea]);
+    sb.git(&b_wt, &["reset", "-q", "--hard", "HEAD~1"]);
+    let b_admin = PathBuf::from(sb.git(&b_wt, &["rev-parse", "--absolute-git-dir"]));
+    std::fs::remove_dir_all(&b_wt).unwrap();
+    // C: removed, then made again.
+    let c = new_task(&sb, &repo, &["C", "--no-hooks"]);
+    let c_id = c["threadId"].as_str().unwrap().to_string();
+    ok(sb.grove(&repo).args(["rm", &c_id]));
+    ok(sb.grove(&repo).args(["switch", &c_id, "--no-hooks"]));
+    ok(sb.grove(&repo).args(["list"]));
+    assert!(
+        b_admin.join("refs/worktree/idea").exists(),
+        "B's git directory is kept"
+    );
+    // rm of B looks at it and refuses; so does making B again over it.
+    let b_id = b["threadId"].as_str().unwrap();
+    let err = fails_with(sb.grove(&repo).args(["rm", b_id]), 1);
+    assert!(err.contains("an idea kept by a worktree ref"), "{err}");
+    let err = fails_with(sb.grove(&repo).args(["switch", b_id, "--no-hooks"]), 1);
+    assert!(err.contains("an idea kept by a worktree ref"), "{err}");
+    assert!(b_admin.join("refs/worktree/idea").exists());
+}

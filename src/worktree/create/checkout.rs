@@ -44,12 +44,10 @@ impl Drop for Made<'_> {
             if std::fs::symlink_metadata(wt).is_ok() {
                 let _ = std::fs::remove_dir_all(wt);
             }
-            let pruned = self
-                .repo
-                .git
-                .output(root, &["worktree", "prune"])
-                .is_ok_and(|out| out.success);
-            undone &= pruned && std::fs::symlink_metadata(wt).is_err();
+            // This worktree's entry only: a prune would forget every
+            // worktree whose directory is gone, unchecked.
+            let forgotten = self.repo.forget_worktree(wt).is_ok();
+            undone &= forgotten && std::fs::symlink_metadata(wt).is_err();
         }
         if let Some(branch) = &self.branch {
             let deleted = self

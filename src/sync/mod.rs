@@ -230,12 +230,7 @@ pub fn pull(project: &crate::project::Project, repo: &Repo, remote: &str) -> Res
     let here = threads_here(project, &remote_refs)?;
     for (id, commit) in remote_refs {
         let result = crate::store::validate_thread_id(&id).and_then(|()| {
-            let files = objects::read_commit(
-                &repo.git,
-                &repo.main_root,
-                &commit,
-                &crate::cache::repo_dir(&repo.main_root)?,
-            )?;
+            let files = read_remote(repo, &commit)?;
             let remote_thread = RemoteThread {
                 id: id.clone(),
                 commit,
@@ -412,17 +407,19 @@ fn fetch_one(repo: &Repo, remote: &str, id: &str) -> Result<RemoteThread> {
     )?;
     let commit = rev_parse(repo, &tracking)?
         .ok_or_else(|| Error::Git(format!("the remote has no thread {id}")))?;
-    let files = objects::read_commit(
-        &repo.git,
-        &repo.main_root,
-        &commit,
-        &crate::cache::repo_dir(&repo.main_root)?,
-    )?;
+    let files = read_remote(repo, &commit)?;
     Ok(RemoteThread {
         id: id.to_string(),
         commit,
         files,
     })
+}
+
+/// The thread files of a remote's `commit`, staged in this repository's
+/// cache directory (so a new thread is renamed into the cache whole).
+fn read_remote(repo: &Repo, commit: &str) -> Result<ThreadFiles> {
+    let staging = crate::cache::repo_dir(&repo.main_root)?;
+    objects::read_commit(&repo.git, &repo.main_root, commit, &staging)
 }
 
 fn rev_parse(repo: &Repo, name: &str) -> Result<Option<String>> {

@@ -130,18 +130,7 @@ fn commit_reasons(repo: &Repo, found: &Found, wt: &Path) -> Result<Vec<String>> 
     let head = head_of(repo, wt)?;
     match (&head.branch, &head.commit) {
         (None, Some(commit)) => {
-            let only_here = repo.git.run(
-                &repo.main_root,
-                &[
-                    "rev-list",
-                    "--oneline",
-                    commit,
-                    "--not",
-                    "--branches",
-                    "--tags",
-                    "--remotes",
-                ],
-            )?;
+            let only_here = only_here(repo, None, &[commit])?;
             let commits: Vec<&str> = only_here.lines().collect();
             if !commits.is_empty() {
                 reasons.push(format!(
@@ -181,20 +170,13 @@ fn own_refs_reason(repo: &Repo, wt: &Path) -> Result<Option<String>> {
     // Asked of git with the worktree's git directory: the worktree's own
     // directory may be gone.
     let git_dir = git_dir.to_string_lossy();
-    let only_here = repo.git.run(
-        &repo.main_root,
+    let only_here = only_here(
+        repo,
+        Some(&git_dir),
         &[
-            "--git-dir",
-            &git_dir,
-            "rev-list",
-            "--oneline",
             "--glob=refs/worktree",
             "--glob=refs/bisect",
             "--glob=refs/rewritten",
-            "--not",
-            "--branches",
-            "--tags",
-            "--remotes",
         ],
     )?;
     let commits: Vec<&str> = only_here.lines().collect();
@@ -208,6 +190,20 @@ fn own_refs_reason(repo: &Repo, wt: &Path) -> Result<Option<String>> {
         wt.display(),
         list_some(&commits, 3)
     )))
+}
+
+/// `git rev-list --oneline` of the commits `revs` reach that are on no
+/// branch, tag or remote — asked of the git directory `git_dir` when given
+/// (a worktree's own, whose directory may be gone).
+fn only_here(repo: &Repo, git_dir: Option<&str>, revs: &[&str]) -> Result<String> {
+    let mut args = match git_dir {
+        Some(dir) => vec!["--git-dir", dir],
+        None => Vec::new(),
+    };
+    args.extend(["rev-list", "--oneline"]);
+    args.extend(revs);
+    args.extend(["--not", "--branches", "--tags", "--remotes"]);
+    repo.git.run(&repo.main_root, &args)
 }
 
 fn unsaved(repo: &Repo, branch: &str) -> Result<Option<String>> {

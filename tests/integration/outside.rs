@@ -266,12 +266,18 @@ fn forge_remote_thread(sb: &Sandbox, repo: &Path, id: &str, edit: impl FnOnce(&m
     edit(&mut meta);
     let file = sb.path().join("forged-thread.json");
     std::fs::write(&file, serde_json::to_vec_pretty(&meta).unwrap()).unwrap();
+    push_remote_file(sb, repo, id, &parent, "thread.json", &file);
+}
+
+/// Pushes to `repo`'s origin a commit of thread `id` on top of `parent`,
+/// its file `name` replaced by the content of `file`.
+fn push_remote_file(sb: &Sandbox, repo: &Path, id: &str, parent: &str, name: &str, file: &Path) {
     let blob = sb.git(repo, &["hash-object", "-w", file.to_str().unwrap()]);
     let entries: Vec<String> = sb
-        .git(repo, &["ls-tree", &parent])
+        .git(repo, &["ls-tree", parent])
         .lines()
-        .map(|l| match l.ends_with("\tthread.json") {
-            true => format!("100644 blob {blob}\tthread.json"),
+        .map(|l| match l.ends_with(&format!("\t{name}")) {
+            true => format!("100644 blob {blob}\t{name}"),
             false => l.to_string(),
         })
         .collect();
@@ -282,8 +288,9 @@ fn forge_remote_thread(sb: &Sandbox, repo: &Path, id: &str, edit: impl FnOnce(&m
         entries.join("\n").as_bytes(),
     );
     let tree = String::from_utf8(tree.stdout).unwrap().trim().to_string();
-    let commit = sb.git(repo, &["commit-tree", &tree, "-p", &parent, "-m", "forged"]);
-    sb.git(repo, &["push", "-q", "origin", &format!("{commit}:{name}")]);
+    let commit = sb.git(repo, &["commit-tree", &tree, "-p", parent, "-m", "forged"]);
+    let to = format!("{commit}:refs/grove/threads/{id}");
+    sb.git(repo, &["push", "-q", "origin", &to]);
 }
 
 /// A pulled thread.json that names `branch` as the one grove made for it.
@@ -530,26 +537,8 @@ fn a_pull_of_a_huge_log_stays_within_64_mib() {
             .unwrap();
         }
     }
-    let name = format!("refs/grove/threads/{id}");
-    let parent = sb.git(&a, &["rev-parse", &name]);
-    let blob = sb.git(&a, &["hash-object", "-w", log.to_str().unwrap()]);
-    let entries: Vec<String> = sb
-        .git(&a, &["ls-tree", &parent])
-        .lines()
-        .map(|l| match l.ends_with("\tmessages.jsonl") {
-            true => format!("100644 blob {blob}\tmessages.jsonl"),
-            false => l.to_string(),
-        })
-        .collect();
-    let mut cmd = std::process::Command::new("git");
-    sb.env(&mut cmd);
-    let tree = run_with_stdin(
-        cmd.args(["mktree"]).current_dir(&a),
-        entries.join("\n").as_bytes(),
-    );
-    let tree = String::from_utf8(tree.stdout).unwrap().trim().to_string();
-    let commit = sb.git(&a, &["commit-tree", &tree, "-p", &parent, "-m", "big"]);
-    sb.git(&a, &["push", "-q", "origin", &format!("{commit}:{name}")]);
+    let parent = sb.git(&a, &["rev-parse", &format!("refs/grove/threads/{id}")]);
+    push_remote_file(&sb, &a, &id, &parent, "messages.jsonl", &log);
     std::fs::remove_file(&log).unwrap();
 
     // Merged into the thread here, and new to another clone.

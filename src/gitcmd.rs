@@ -25,17 +25,10 @@ fn trace(dir: &Path, args: &[&str]) {
     }
 }
 
-/// A word as a shell would need it to read it back.
+/// A word as a shell would need it to read it back, control characters
+/// escaped for the terminal.
 fn quote(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@+,%".contains(c));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''").escape_debug())
-    }
+    crate::shellquote::posix(word).escape_debug().to_string()
 }
 
 const SCRUBBED: &[&str] = &[

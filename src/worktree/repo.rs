@@ -113,6 +113,20 @@ impl Repo {
         Ok(())
     }
 
+    /// The bare directory behind a bare repository whose main working tree
+    /// a worktree stands in for (see [`crate::git::discover`]); `None` for
+    /// any other repository. What grove recorded while no worktree of the
+    /// user's existed, and the bare directory itself stood in, is keyed by it.
+    pub fn bare_dir_behind(&self) -> Option<PathBuf> {
+        let common = self.common_dir().ok()?;
+        let common = common.canonicalize().unwrap_or(common);
+        if common == self.main_root {
+            return None;
+        }
+        let bare = git2::Repository::open_bare(&common).ok()?.is_bare();
+        bare.then_some(common)
+    }
+
     /// `git worktree prune`: forgets worktrees whose directory is gone.
     pub fn prune(&self) -> Result<()> {
         self.git

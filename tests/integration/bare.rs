@@ -236,3 +236,34 @@ fn gc_removes_a_merged_task_that_is_the_only_worktree() {
     let row = row_of(&sb, &git_dir, task["threadId"].as_str().unwrap());
     assert_eq!(row["status"], "removed", "{row}");
 }
+
+/// The stand-in is the user's worktree as soon as there is one: made after
+/// the tasks, it stands in from then on, and the tasks made before are
+/// still listed and removed from it and from the bare directory.
+#[test]
+fn a_worktree_added_after_the_tasks_stands_in_from_then_on() {
+    let sb = Sandbox::new();
+    let (git_dir, _) = bare(&sb, false);
+    let task = new_task(&sb, &git_dir, &["before"]);
+    let id = task["threadId"].as_str().unwrap();
+    let wt = PathBuf::from(task["worktreePath"].as_str().unwrap());
+    let main = sb.path().join("proj-main");
+    sb.git(
+        &git_dir,
+        &["worktree", "add", "-q", main.to_str().unwrap(), "main"],
+    );
+    for cwd in [&git_dir, &main, &wt] {
+        let row = row_of(&sb, cwd, id);
+        assert_eq!(row["status"], "live", "{row}");
+        assert_eq!(row["repoRoot"], main.to_str().unwrap(), "{row}");
+    }
+    let out = ok(sb.grove(&git_dir).args(["init"]));
+    assert_eq!(PathBuf::from(out.trim()), main.join(".agent"));
+    let removed = json(&ok(sb.grove(&git_dir).args(["rm", id, "--json"])));
+    assert!(!wt.exists(), "{removed}");
+    // grove's record that it made the branch, kept under the bare
+    // directory that stood in then, is still found.
+    assert_eq!(removed["branchDeleted"], true, "{removed}");
+    assert!(!branches(&sb, &git_dir).contains(&task["branch"].as_str().unwrap().to_string()));
+    no_agent_inside(&git_dir);
+}

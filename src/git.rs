@@ -58,9 +58,9 @@ fn canonical(p: &Path) -> PathBuf {
 /// A bare repository (with worktrees: `proj.git` beside `proj-main/`, or
 /// `proj/.bare` with worktrees inside `proj/`) has no main working tree;
 /// its stand-in is the worktree that has the repository's HEAD branch
-/// checked out, else the first of its worktrees by path, else — none at
-/// all — the bare directory itself. Started in the bare directory, grove
-/// works as if started there.
+/// checked out, else the first of its worktrees by path — a grove task's
+/// never — else the bare directory itself. Started in the bare directory,
+/// grove works as if started there.
 pub fn discover(path: &Path) -> Result<Option<RepoInfo>> {
     let repo = match git2::Repository::discover(path) {
         Ok(repo) => repo,
@@ -102,8 +102,16 @@ fn main_root_of(common_dir: &Path) -> Option<PathBuf> {
 }
 
 /// The stand-in for the main working tree of the bare repository at
-/// `common_dir`: the worktree with its HEAD branch, else the first by path.
-/// `None` when `common_dir` is not a bare repository with worktrees.
+/// `common_dir`: of the worktrees that are not a grove task's, the one with
+/// its HEAD branch, else the first by path, else the bare directory itself.
+/// `None` when `common_dir` is not a bare repository.
+///
+/// A task's worktree is never chosen — one under grove's
+/// [`crate::worktree::grove_worktrees_dir`], or one its cache records as
+/// the bare directory's task ([`crate::worktree::cached_as_task_of`]):
+/// else the first task made from the bare directory would become the main
+/// checkout, the repository's cache, trust and records would move under
+/// its path, `init` would write into it and `rm` could not remove it.
 fn bare_main_root(common_dir: &Path) -> Option<PathBuf> {
     let repo = git2::Repository::open_bare(common_dir).ok()?;
     if !repo.is_bare() {
@@ -113,13 +121,45 @@ fn bare_main_root(common_dir: &Path) -> Option<PathBuf> {
         .find_reference("HEAD")
         .ok()
         .and_then(|r| r.symbolic_target().ok().flatten().map(str::to_string));
-    let mut trees: Vec<(PathBuf, Option<String>)> = Vec::new();
-    let names = repo.worktrees().ok()?;
+    let mut trees = candidate_worktrees(&repo, crate::worktree::grove_worktrees_dir());
+    // The HEAD branch's first, then by path.
+    trees.sort_by(|(a, a_branch), (b, b_branch)| {
+        let not_head = |branch: &Option<String>| head.is_none() || *branch != head;
+        (not_head(a_branch), a).cmp(&(not_head(b_branch), b))
+    });
+    let stand_in = trees
+        .into_iter()
+        .map(|(path, _)| path)
+        .find(|path| !crate::worktree::cached_as_task_of(path, common_dir));
+    // Its tasks' worktrees aside, the repository has none: the bare
+    // directory stands in, wherever grove started (in a task's worktree
+    // too, which is no more the main one from inside).
+    Some(stand_in.unwrap_or_else(|| common_dir.to_path_buf()))
+}
+
+/// The existing worktrees of the bare `repo` grove did not put in its data
+/// directory (those are tasks', and are not even opened), each with the
+/// ref its HEAD names.
+fn candidate_worktrees(
+    repo: &git2::Repository,
+    grove_worktrees: Option<PathBuf>,
+) -> Vec<(PathBuf, Option<String>)> {
+    let Ok(names) = repo.worktrees() else {
+        return Vec::new();
+    };
+    let mut trees = Vec::new();
     for name in names.iter() {
         let Some(Ok(wt)) = name.ok().flatten().map(|name| repo.find_worktree(name)) else {
             continue;
         };
         if !wt.path().is_dir() {
+            continue;
+        }
+        let path = canonical(wt.path());
+        if grove_worktrees
+            .as_ref()
+            .is_some_and(|dir| path.starts_with(dir))
+        {
             continue;
         }
         let branch = git2::Repository::open_from_worktree(&wt)
@@ -132,14 +172,9 @@ fn bare_main_root(common_dir: &Path) -> Option<PathBuf> {
                     .flatten()
                     .map(str::to_string)
             });
-        trees.push((canonical(wt.path()), branch));
+        trees.push((path, branch));
     }
-    trees.sort();
     trees
-        .iter()
-        .find(|(_, b)| head.is_some() && *b == head)
-        .or(trees.first())
-        .map(|(p, _)| p.clone())
 }
 
 /// The same answers from the git binary, for repositories libgit2 cannot open.

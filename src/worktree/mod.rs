@@ -20,8 +20,8 @@ pub use create::{CreatedTask, DEFAULT_BRANCH_PREFIX, MakeThread, NewTask, create
 pub use integrated::{Integration, Reason};
 pub(crate) use remove::delete_branch as delete_branch_at;
 pub use remove::{RemoveOptions, Removed, remove, unsafe_reasons};
-pub(crate) use repo::is_dirty_among_many;
 pub use repo::{Repo, WorktreeEntry, is_dirty, parse_worktree_list};
+pub(crate) use repo::{cached_as_task_of, grove_worktrees_dir, is_dirty_among_many};
 pub use revive::{ReviveOptions, gone_worktree, needs_worktree_here, revive};
 
 /// `git status` of every uncommitted change of a worktree, one NUL-ended

@@ -144,7 +144,7 @@ fn commit_reasons(repo: &Repo, found: &Found, wt: &Path) -> Result<Vec<String>> 
         (Some(branch), _) => reasons.extend(unsaved(repo, branch)?),
         _ => {}
     }
-    if let Some(recorded) = recorded_branch(repo, found)
+    if let Some((_, recorded)) = recorded_branch(repo, found)
         && head.branch.as_deref() != Some(recorded.branch.as_str())
     {
         reasons.extend(unsaved(repo, &recorded.branch)?);
@@ -300,11 +300,19 @@ fn head_of(repo: &Repo, wt: &Path) -> Result<Head> {
 }
 
 /// The branch grove created the task on, by the name this machine recorded
-/// when it made it — `None` when grove did not make it here (it then never
-/// deletes it). Never what `thread.json` says: a pull or a commit can put
-/// any branch there.
-fn recorded_branch(repo: &Repo, found: &Found) -> Option<super::ownership::MadeBranch> {
-    super::ownership::made_branch(&repo.main_root, found.thread.id())
+/// when it made it, with the root its records are kept under — `None` when
+/// grove did not make it here (it then never deletes it). Never what
+/// `thread.json` says: a pull or a commit can put any branch there.
+///
+/// A bare repository's task made while the bare directory stood in (before
+/// a worktree of the user's did) is recorded under the bare directory.
+fn recorded_branch(repo: &Repo, found: &Found) -> Option<(PathBuf, super::ownership::MadeBranch)> {
+    let id = found.thread.id();
+    if let Some(made) = super::ownership::made_branch(&repo.main_root, id) {
+        return Some((repo.main_root.clone(), made));
+    }
+    let bare = repo.bare_dir_behind()?;
+    super::ownership::made_branch(&bare, id).map(|made| (bare, made))
 }
 
 /// Removes the worktree of `found`: checks, caches every thread of the
@@ -320,7 +328,7 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
     // the checks.
     let early = teardown_commands.is_empty();
     let (scanned, saved) = checked_and_saved(repo, found, &wt, &threads, options, early)?;
-    let made = recorded_branch(repo, found);
+    let (records, made) = recorded_branch(repo, found).unzip();
     let branch_plan = branch_plan(repo, found, made.clone(), options)?;
     let teardown = super::teardown::run(
         repo,
@@ -360,7 +368,8 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
         // Best effort: a record left names a branch that is gone, and a
         // branch of that name made later is not deleted for it (the tip
         // must be the one rm looked at).
-        let _ = super::ownership::forget(&repo.main_root, &id);
+        let records = records.as_deref().unwrap_or(&repo.main_root);
+        let _ = super::ownership::forget(records, &id);
     }
     // The task's ports are free again (best effort: a port whose worktree
     // is gone is taken back at the next allocation anyway).

@@ -113,6 +113,20 @@ impl Repo {
         Ok(())
     }
 
+    /// The bare directory behind a bare repository whose main working tree
+    /// a worktree stands in for (see [`crate::git::discover`]); `None` for
+    /// any other repository. What grove recorded while no worktree of the
+    /// user's existed, and the bare directory itself stood in, is keyed by it.
+    pub fn bare_dir_behind(&self) -> Option<PathBuf> {
+        let common = self.common_dir().ok()?;
+        let common = common.canonicalize().unwrap_or(common);
+        if common == self.main_root {
+            return None;
+        }
+        let bare = git2::Repository::open_bare(&common).ok()?.is_bare();
+        bare.then_some(common)
+    }
+
     /// Makes git forget the worktree at `path`, whose directory is gone:
     /// removes what git keeps for it in `<git dir>/worktrees/<name>/` — the
     /// entry whose `gitdir` names it, or, when git was killed before writing
@@ -450,6 +464,54 @@ pub fn parse_worktree_list(out: &str) -> Vec<WorktreeEntry> {
         entries.push(e);
     }
     entries
+}
+
+/// `<data dir>/worktrees/`, resolved: where grove puts every task's
+/// worktree unless told otherwise, so a worktree under it is a task's
+/// (grove's own choice of place, not anything the worktree holds).
+pub(crate) fn grove_worktrees_dir() -> Option<PathBuf> {
+    let dir = crate::home::data_dir().ok()?.join("worktrees");
+    Some(dir.canonicalize().unwrap_or(dir))
+}
+
+/// Whether the worktree at `path` (canonical) of the bare repository at
+/// `bare_dir` is a task's made elsewhere than [`grove_worktrees_dir`] (a
+/// `--dir` task): grove's cache, keyed by the bare directory, records one
+/// of the threads in `path`'s `.agent/threads/` as living in `path`.
+///
+/// The ids found there are only names to look up; the record, this
+/// machine's own, decides. A file in the worktree alone (a committed or
+/// pulled `thread.json`) never makes it a task's: that would let outside
+/// data turn a checkout of the user's into one `grove rm` removes.
+pub(crate) fn cached_as_task_of(path: &Path, bare_dir: &Path) -> bool {
+    // The common case, a bare repository whose tasks were all made while a
+    // worktree of the user's stood in: nothing cached under the bare
+    // directory, and no thread of the worktree to look up.
+    let Ok(cache) = crate::cache::repo_dir(bare_dir) else {
+        return false;
+    };
+    if !cache.is_dir() {
+        return false;
+    }
+    let threads = path
+        .join(crate::atsf::AGENT_DIR)
+        .join(crate::atsf::THREADS_DIR);
+    let Ok(listing) = std::fs::read_dir(&threads) else {
+        return false;
+    };
+    listing
+        .flatten()
+        .filter_map(|entry| entry.file_name().into_string().ok())
+        .filter(|id| crate::store::validate_thread_id(id).is_ok())
+        .any(|id| cached_worktree(&cache.join(id)).as_deref() == Some(path))
+}
+
+/// The worktree a cache entry's record places its thread in.
+fn cached_worktree(entry: &Path) -> Option<PathBuf> {
+    let bytes = crate::fsutil::read(&entry.join(crate::cache::RECORD)).ok()?;
+    let record: crate::cache::CacheRecord =
+        serde_json::from_slice(crate::atsf::strip_bom(&bytes)).ok()?;
+    Some(PathBuf::from(record.worktree_path)).filter(|p| !p.as_os_str().is_empty())
 }
 
 /// Whether the worktree at `path` has uncommitted changes: modified, staged,

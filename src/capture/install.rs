@@ -546,7 +546,7 @@ fn read_settings(file: &Path) -> Result<Settings> {
     };
     let refused = |why: String| {
         Ok(Settings::Refused(format!(
-            "{} is {why}; grove leaves it alone — fix it, then run `grove capture install` again",
+            "{} is {why}; grove leaves it alone — fix it, then run the command again",
             file.display()
         )))
     };

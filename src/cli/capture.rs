@@ -28,7 +28,9 @@ enum What {
     /// new turns. Prints nothing, always exits 0.
     Codex(HookArgs),
     /// Install the agents' project hooks in a task's worktree
-    /// (.claude/settings.local.json, .codex/hooks.json).
+    /// (.claude/settings.local.json, .codex/hooks.json). Says which events
+    /// got grove's hook and which did not, and why; exits 1 when none did,
+    /// 4 when some did not.
     Install(InstallArgs),
     /// Remove grove's hooks from a task's worktree (the user's stay; the
     /// file is as it was before the install). Exits 1 when a file could not
@@ -202,7 +204,8 @@ fn install_target(
     Ok((thread, worktree, agents))
 }
 
-/// `grove capture install`.
+/// `grove capture install`: exits 0 when every event of every agent got
+/// grove's hook, 4 when some did not, 1 when none did.
 fn install(args: InstallArgs, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let (thread, worktree, agents) = install_target(&args, cwd, out)?;
     let grove_exe = std::env::current_exe()?;
@@ -216,7 +219,12 @@ fn install(args: InstallArgs, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         )?);
     }
     let any = reports.iter().any(|r| !r.installed.is_empty());
-    let code = super::exit::SUCCESS;
+    let all = reports.iter().all(|r| r.skipped.is_empty());
+    let code = match (any, all) {
+        (false, _) => super::exit::ERROR,
+        (true, false) => super::exit::PARTIAL,
+        (true, true) => super::exit::SUCCESS,
+    };
     let files: Vec<&PathBuf> = reports.iter().flat_map(|r| &r.files).collect();
     let problems: Vec<String> = reports.iter().flat_map(|r| r.problems()).collect();
     if args.json {

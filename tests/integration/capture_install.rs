@@ -177,3 +177,138 @@ fn uninstall_removes_the_file_and_directory_install_created() {
     assert!(wt.join(".claude").is_dir());
     assert!(!settings(&wt).exists());
 }
+
+#[test]
+fn a_file_grove_cannot_read_as_a_json_object_or_a_link_is_never_rewritten() {
+    let sb = Sandbox::new();
+    let (wt, id) = task(&sb, "claude-code");
+    std::fs::create_dir_all(wt.join(".claude")).unwrap();
+    for (content, why) in [
+        ("{\"hooks\": {,}}", "not valid JSON"),
+        ("[{\"hooks\": {}}]\n", "not a JSON object"),
+        ("\u{feff}{}", "not valid JSON"),
+    ] {
+        std::fs::write(settings(&wt), content).unwrap();
+        let out = run(sb.grove(&wt).args(["capture", "install", &id, "--json"]));
+        assert_eq!(out.status.code(), Some(1), "nothing was installed");
+        let report = json(&String::from_utf8(out.stdout).unwrap());
+        let agent = &report["agents"][0];
+        assert_eq!(agent["installed"], serde_json::json!([]));
+        assert_eq!(agent["skipped"].as_array().unwrap().len(), 8, "{report}");
+        let reason = agent["skipped"][0]["reason"].as_str().unwrap();
+        assert!(reason.contains(why), "{reason}");
+        assert_eq!(std::fs::read_to_string(settings(&wt)).unwrap(), content);
+
+        let err = fails_with(sb.grove(&wt).args(["capture", "uninstall", &id]), 1);
+        assert!(err.contains(why), "{err}");
+        assert_eq!(std::fs::read_to_string(settings(&wt)).unwrap(), content);
+    }
+
+    #[cfg(unix)]
+    {
+        let shared = sb.path().join("shared-settings.json");
+        std::fs::write(&shared, "{\"model\": \"opus\"}").unwrap();
+        std::fs::remove_file(settings(&wt)).unwrap();
+        std::os::unix::fs::symlink(&shared, settings(&wt)).unwrap();
+        let err = fails_with(sb.grove(&wt).args(["capture", "install", &id]), 1);
+        assert!(err.contains("symbolic link"), "{err}");
+        let err = fails_with(sb.grove(&wt).args(["capture", "uninstall", &id]), 1);
+        assert!(err.contains("symbolic link"), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(&shared).unwrap(),
+            "{\"model\": \"opus\"}"
+        );
+        assert!(
+            std::fs::symlink_metadata(settings(&wt))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+    }
+}
+
+#[test]
+fn install_says_which_events_got_the_hook_and_fails_when_none_did() {
+    let sb = Sandbox::new();
+    let (wt, id) = task(&sb, "claude-code");
+    std::fs::create_dir_all(wt.join(".claude")).unwrap();
+
+    // `hooks` is not a table of events: no hook can go in.
+    std::fs::write(settings(&wt), "{\"hooks\": []}").unwrap();
+    let out = run(sb.grove(&wt).args(["capture", "install", &id, "--json"]));
+    assert_eq!(out.status.code(), Some(1));
+    let report = json(&String::from_utf8(out.stdout).unwrap());
+    let agent = &report["agents"][0];
+    assert_eq!(agent["agent"], "claude-code");
+    assert_eq!(agent["installed"], serde_json::json!([]));
+    let skipped: Vec<&str> = agent["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(skipped, CLAUDE_EVENTS);
+    assert!(
+        agent["skipped"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not an object"),
+        "{report}"
+    );
+    assert_eq!(report["files"], serde_json::json!([]), "nothing written");
+    assert_eq!(
+        std::fs::read_to_string(settings(&wt)).unwrap(),
+        "{\"hooks\": []}"
+    );
+    let err = fails_with(sb.grove(&wt).args(["capture", "install", &id]), 1);
+    assert!(err.contains("no capture hook installed"), "{err}");
+    assert!(err.contains("not an object"), "{err}");
+    assert!(!err.contains("hooks installed for"), "{err}");
+
+    // One event whose list is not a list: the others get the hook, that
+    // one is named with why, and the exit code says not everything went in.
+    std::fs::write(settings(&wt), "{\"hooks\": {\"Stop\": \"say done\"}}").unwrap();
+    let out = run(sb.grove(&wt).args(["capture", "install", &id, "--json"]));
+    assert_eq!(out.status.code(), Some(4));
+    let report = json(&String::from_utf8(out.stdout).unwrap());
+    let agent = &report["agents"][0];
+    assert_eq!(agent["installed"].as_array().unwrap().len(), 7, "{report}");
+    assert_eq!(agent["skipped"][0]["event"], "Stop");
+    assert!(
+        agent["skipped"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not a list"),
+        "{report}"
+    );
+    let value = read_json(&settings(&wt));
+    assert_eq!(value["hooks"]["Stop"], "say done");
+    assert_eq!(grove_hooks(&value), 7);
+    let err = fails_with(sb.grove(&wt).args(["capture", "install", &id]), 4);
+    assert!(err.contains("Stop"), "{err}");
+
+    // Everything in: exit 0, every event named.
+    std::fs::remove_file(settings(&wt)).unwrap();
+    let report = json(&ok(sb
+        .grove(&wt)
+        .args(["capture", "install", &id, "--json"])));
+    let agent = &report["agents"][0];
+    assert_eq!(agent["installed"], serde_json::json!(CLAUDE_EVENTS));
+    assert_eq!(agent["skipped"], serde_json::json!([]));
+    assert_eq!(agent["file"], settings(&wt).to_str().unwrap());
+}
+
+#[test]
+fn a_tracked_settings_file_is_named_as_the_reason_nothing_was_installed() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    std::fs::create_dir_all(repo.join(".claude")).unwrap();
+    std::fs::write(repo.join(".claude/settings.local.json"), "{}\n").unwrap();
+    sb.git(&repo, &["add", "."]);
+    sb.git(&repo, &["commit", "-q", "-m", "settings"]);
+    let task = new_task(&sb, &repo, &["Task", "--agent", "claude-code"]);
+    let wt = PathBuf::from(task["worktreePath"].as_str().unwrap());
+    let err = fails_with(sb.grove(&wt).args(["capture", "install"]), 1);
+    assert!(err.contains("tracked"), "{err}");
+    assert_eq!(std::fs::read_to_string(settings(&wt)).unwrap(), "{}\n");
+}

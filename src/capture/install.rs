@@ -186,7 +186,7 @@ fn install_toml(
     toml: &Path,
     command: &str,
 ) -> Result<Installed> {
-    let report = Installed::new(native, toml.to_path_buf());
+    let mut report = Installed::new(native, toml.to_path_buf());
     if let Err(e) = crate::fsutil::check_no_links_below(worktree, toml) {
         return Ok(report.refused(native, &e.to_string()));
     }
@@ -206,7 +206,6 @@ fn install_toml(
             ),
         ));
     }
-    let mut report = report;
     report.installed = hookfile::events(native)
         .iter()
         .map(|e| e.to_string())

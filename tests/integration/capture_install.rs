@@ -312,3 +312,43 @@ fn a_tracked_settings_file_is_named_as_the_reason_nothing_was_installed() {
     assert!(err.contains("tracked"), "{err}");
     assert_eq!(std::fs::read_to_string(settings(&wt)).unwrap(), "{}\n");
 }
+
+#[test]
+fn codex_with_a_tracked_hooks_json_gets_groves_own_config_toml_again_and_again() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    std::fs::create_dir_all(repo.join(".codex")).unwrap();
+    std::fs::write(repo.join(".codex/hooks.json"), "{\"hooks\": {}}\n").unwrap();
+    sb.git(&repo, &["add", "."]);
+    sb.git(&repo, &["commit", "-q", "-m", "codex hooks"]);
+    let task = new_task(&sb, &repo, &["Task", "--agent", "codex"]);
+    let wt = PathBuf::from(task["worktreePath"].as_str().unwrap());
+    for _ in 0..2 {
+        let report = json(&ok(sb.grove(&wt).args(["capture", "install", "--json"])));
+        let agent = &report["agents"][0];
+        assert_eq!(agent["agent"], "codex");
+        assert_eq!(agent["installed"].as_array().unwrap().len(), 6, "{report}");
+        assert_eq!(
+            agent["file"],
+            wt.join(".codex/config.toml").to_str().unwrap()
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(wt.join(".codex/hooks.json")).unwrap(),
+        "{\"hooks\": {}}\n"
+    );
+    assert_eq!(sb.git(&wt, &["status", "--porcelain"]), "");
+    ok(sb.grove(&wt).args(["capture", "uninstall"]));
+    assert!(!wt.join(".codex/config.toml").exists());
+    assert!(!wt.join(".codex/.gitignore").exists());
+    assert_eq!(sb.git(&wt, &["status", "--porcelain"]), "");
+
+    // A config.toml of the repository's too: nothing can go in.
+    std::fs::write(wt.join(".codex/config.toml"), "model = \"o3\"\n").unwrap();
+    let err = fails_with(sb.grove(&wt).args(["capture", "install"]), 1);
+    assert!(err.contains("the repository's own"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(wt.join(".codex/config.toml")).unwrap(),
+        "model = \"o3\"\n"
+    );
+}

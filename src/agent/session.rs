@@ -112,7 +112,7 @@ pub fn run(plan: &Plan, grove: &Path) -> Result<Outcome> {
         (true, Some(native)) => {
             match capture::install::install(native, &plan.worktree, plan.thread.id(), grove) {
                 Ok(i) => {
-                    problems.extend(i.skipped.clone());
+                    problems.extend(i.problems());
                     Some(i)
                 }
                 Err(e) => {

@@ -2,24 +2,33 @@
 //! turn runs `grove capture claude|codex`.
 //!
 //! - Claude Code: `.claude/settings.local.json` (the per-user, never
-//!   committed settings file), merged into what is there: the user's own
-//!   hooks and settings stay as they are; grove's entries (the commands
-//!   running `grove … capture`) are replaced.
+//!   committed settings file), merged into what is there: grove adds one
+//!   hook group per event after the user's, editing the text
+//!   ([`super::hookfile`]), so the rest of the file keeps its bytes.
 //! - Codex: `.codex/hooks.json`, the same way; when the repository tracks
 //!   that file, `.codex/config.toml` if there is none (grove writes its
 //!   `[hooks]` tables there), else nothing (capture then happens when the
 //!   agent grove launched exits, and at `list` and `show`).
 //!
-//! A file the repository tracks is never changed. What grove adds is kept
-//! out of `git status` by a `.gitignore` in `.claude/` or `.codex/` that
-//! names only grove's file and itself (written only when there is no
-//! `.gitignore` there; otherwise the path goes into the repository's
-//! `info/exclude`).
+//! Uninstall takes out exactly what install added: the file is then what it
+//! was before, byte for byte, with whatever the user changed meanwhile. What
+//! install created around grove's groups (the file, its directory, an event
+//! list, the `hooks` object) is recorded in grove's data directory, so that
+//! uninstall takes it out too, and nothing the user had.
+//!
+//! A file the repository tracks, a symbolic link, a file that is not a JSON
+//! object: never changed, and the report says so. Edits are made under a
+//! lock, and a file that changed since grove read it is read again rather
+//! than overwritten. What grove adds is kept out of `git status` by a
+//! `.gitignore` in `.claude/` or `.codex/` that names only grove's file and
+//! itself (written only when there is no `.gitignore` there; otherwise the
+//! path goes into the repository's `info/exclude`).
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
 
+use super::hookfile::{self, Created};
 use crate::agent::Native;
 use crate::error::{Error, Result};
 
@@ -27,44 +36,100 @@ use crate::error::{Error, Result};
 /// gives up waiting well before.
 pub const HOOK_TIMEOUT_SECS: u64 = 15;
 
-/// What an installation did.
-#[derive(Debug, Default, Clone, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Installed {
-    /// Files written.
-    pub files: Vec<PathBuf>,
-    /// Why live capture could not be installed, when it could not.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub skipped: Option<String>,
+/// An event whose hook grove did not install, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Skipped {
+    /// The agent's event (`Stop`).
+    pub event: String,
+    /// Why, for a person: what grove found and left alone.
+    pub reason: String,
 }
 
-/// The events each agent's hooks are installed for.
-fn events(native: Native) -> &'static [&'static str] {
-    match native {
-        Native::Claude => &[
-            "SessionStart",
-            "UserPromptSubmit",
-            "PreToolUse",
-            "PostToolUse",
-            "Notification",
-            "Stop",
-            "SubagentStop",
-            "SessionEnd",
-        ],
-        Native::Codex => &[
-            "SessionStart",
-            "UserPromptSubmit",
-            "PreToolUse",
-            "PermissionRequest",
-            "PostToolUse",
-            "Stop",
-        ],
+/// What an installation did for one agent.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Installed {
+    /// The agent (`claude-code`, `codex`).
+    pub agent: &'static str,
+    /// The file the hooks are in, or would have gone into.
+    pub file: PathBuf,
+    /// The events that have grove's hook now (put in now, or already
+    /// there).
+    pub installed: Vec<String>,
+    /// The events that have not, each with why.
+    pub skipped: Vec<Skipped>,
+    /// Files written (none when everything was in place already).
+    pub files: Vec<PathBuf>,
+}
+
+impl Installed {
+    fn new(native: Native, file: PathBuf) -> Installed {
+        Installed {
+            agent: native.agent_id(),
+            file,
+            installed: Vec::new(),
+            skipped: Vec::new(),
+            files: Vec::new(),
+        }
+    }
+
+    /// Every event skipped, for `reason`.
+    fn refused(mut self, native: Native, reason: &str) -> Installed {
+        self.installed.clear();
+        self.skipped = hookfile::events(native)
+            .iter()
+            .map(|e| Skipped {
+                event: e.to_string(),
+                reason: reason.to_string(),
+            })
+            .collect();
+        self
+    }
+
+    /// What was not installed, for a person: one line per reason, naming
+    /// its events unless it concerns them all.
+    pub fn problems(&self) -> Vec<String> {
+        let mut reasons: Vec<(&str, Vec<&str>)> = Vec::new();
+        for s in &self.skipped {
+            match reasons.iter_mut().find(|(r, _)| *r == s.reason) {
+                Some((_, events)) => events.push(&s.event),
+                None => reasons.push((&s.reason, vec![&s.event])),
+            }
+        }
+        let whole = self.installed.is_empty() && reasons.len() == 1;
+        reasons
+            .into_iter()
+            .map(|(reason, events)| {
+                if whole {
+                    format!("{} capture hooks not installed: {reason}", self.agent)
+                } else {
+                    format!(
+                        "{} capture hook not installed for {}: {reason}",
+                        self.agent,
+                        events.join(", ")
+                    )
+                }
+            })
+            .collect()
     }
 }
 
-/// Events whose hooks take a tool-name matcher.
-fn takes_matcher(native: Native, event: &str) -> bool {
-    native == Native::Claude && matches!(event, "PreToolUse" | "PostToolUse")
+/// What an uninstallation did for one agent.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Removed {
+    /// The agent (`claude-code`, `codex`).
+    pub agent: &'static str,
+    /// The file grove's hooks were looked for in.
+    pub file: PathBuf,
+    /// The events whose grove hook was taken out.
+    pub removed: Vec<String>,
+    /// Files changed or deleted.
+    pub files: Vec<PathBuf>,
+    /// Why grove could not look, when it could not (grove's hooks may
+    /// still be there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
 }
 
 /// The command a hook runs: grove itself by its absolute path, quoted for
@@ -88,80 +153,306 @@ fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-/// Whether `command` is one of grove's capture hooks.
-fn is_grove_hook(command: &str, native: Native) -> bool {
-    command.contains(&format!(" capture {}", native.format())) && command.contains("grove")
-}
-
-/// Installs `native`'s hooks in `worktree`, capturing into `thread`.
+/// Installs `native`'s hooks in `worktree`, capturing into `thread`. A file
+/// grove will not change (tracked, a link, not a JSON object) is not an
+/// error: the report says which events got no hook, and why.
 pub fn install(native: Native, worktree: &Path, thread: &str, grove: &Path) -> Result<Installed> {
     let dir = worktree.join(native_dir(native));
     let json_file = dir.join(json_name(native));
-    let mut out = Installed::default();
+    let command = hook_command(grove, native, thread);
     if !tracked(worktree, &json_file) {
-        crate::fsutil::real_dir(worktree, &dir)?;
-        let command = hook_command(grove, native, thread);
-        edit_json(&json_file, |root| merge_hooks(root, native, Some(&command)))?;
-        out.files.push(json_file.clone());
-        out.files.extend(hide(worktree, &dir, &json_file)?);
-        return Ok(out);
+        return install_json(native, worktree, &json_file, &command);
     }
+    let toml = dir.join("config.toml");
     if native == Native::Codex {
-        let toml = dir.join("config.toml");
-        if std::fs::symlink_metadata(&toml).is_err() {
-            crate::fsutil::real_dir(worktree, &dir)?;
-            let command = hook_command(grove, native, thread);
-            crate::fsutil::write_new(&toml, toml_hooks(native, &command).as_bytes())?;
-            out.files.push(toml.clone());
-            out.files.extend(hide(worktree, &dir, &toml)?);
-            return Ok(out);
-        }
-        out.skipped = Some(format!(
-            "{} and {} are the repository's own; grove changes neither, so Codex's turns are \
-             captured when the agent grove launched exits and at `grove list`/`grove show`",
-            json_file.display(),
-            toml.display()
-        ));
-        return Ok(out);
+        return install_toml(native, worktree, &json_file, &toml, &command);
     }
-    out.skipped = Some(format!(
-        "{} is tracked by the repository; grove does not change it, so the turns are captured \
-         when the agent grove launched exits and at `grove list`/`grove show`",
-        json_file.display()
-    ));
-    Ok(out)
+    Ok(Installed::new(native, json_file.clone()).refused(
+        native,
+        &format!(
+            "{} is tracked by the repository; grove does not change it, so the turns are captured \
+             when the agent grove launched exits and at `grove list`/`grove show`",
+            json_file.display()
+        ),
+    ))
 }
 
-/// Removes grove's hooks for `native` from `worktree`; returns the files
-/// changed or removed.
-pub fn uninstall(native: Native, worktree: &Path) -> Result<Vec<PathBuf>> {
-    let dir = worktree.join(native_dir(native));
-    let mut changed = Vec::new();
-    let json_file = dir.join(json_name(native));
-    if std::fs::symlink_metadata(&json_file).is_ok() && !tracked(worktree, &json_file) {
-        crate::fsutil::real_dir(worktree, &dir)?;
-        let left = edit_json(&json_file, |root| merge_hooks(root, native, None))?;
-        if left.as_object().is_some_and(Map::is_empty) {
-            std::fs::remove_file(&json_file).map_err(|e| Error::io("removing", &json_file, e))?;
+/// Codex, whose `hooks.json` the repository tracks: `[hooks]` tables in a
+/// `config.toml` of grove's own, when there is none of the repository's.
+fn install_toml(
+    native: Native,
+    worktree: &Path,
+    json_file: &Path,
+    toml: &Path,
+    command: &str,
+) -> Result<Installed> {
+    let mut report = Installed::new(native, toml.to_path_buf());
+    if let Err(e) = crate::fsutil::check_no_links_below(worktree, toml) {
+        return Ok(report.refused(native, &e.to_string()));
+    }
+    let text = toml_hooks(native, command);
+    let old = crate::fsutil::read_opt(toml)?;
+    if old
+        .as_ref()
+        .is_some_and(|o| !o.starts_with(TOML_MARK.as_bytes()))
+    {
+        return Ok(report.refused(
+            native,
+            &format!(
+                "{} and {} are the repository's own; grove changes neither, so Codex's turns are \
+                 captured when the agent grove launched exits and at `grove list`/`grove show`",
+                json_file.display(),
+                toml.display()
+            ),
+        ));
+    }
+    report.installed = hookfile::events(native)
+        .iter()
+        .map(|e| e.to_string())
+        .collect();
+    if old.as_deref() != Some(text.as_bytes()) {
+        let dir = parent(toml);
+        crate::fsutil::real_dir(worktree, dir)?;
+        crate::fsutil::write_atomic(toml, text.as_bytes())?;
+        report.files.push(toml.to_path_buf());
+    }
+    let hidden = hide(worktree, parent(toml), toml)?;
+    report.files.extend(hidden.written);
+    Ok(report)
+}
+
+/// What a text grove makes a new file from: an empty object, laid out the
+/// way grove writes one.
+const BLANK: &str = "{\n}\n";
+
+/// How many times grove reads the file again when it changed while grove
+/// edited it.
+const ATTEMPTS: usize = 5;
+
+/// Claude Code's settings or Codex's `hooks.json`: grove's groups added to
+/// what is there, as text.
+fn install_json(native: Native, worktree: &Path, file: &Path, command: &str) -> Result<Installed> {
+    if let Some(reason) = link_refusal(worktree, file) {
+        return Ok(Installed::new(native, file.to_path_buf()).refused(native, &reason));
+    }
+    let dir = parent(file);
+    let dir_existed = std::fs::symlink_metadata(dir).is_ok();
+    crate::fsutil::real_dir(worktree, dir)?;
+    let keys = Keys::of(file)?;
+    let _lock = crate::fsutil::FileLock::acquire(&keys.lock)?;
+    for _ in 0..ATTEMPTS {
+        let edit = Edit {
+            native,
+            worktree,
+            file,
+            keys: &keys,
+        };
+        if let Some(report) = edit.install(command, dir_existed)? {
+            return Ok(report);
         }
-        changed.push(json_file);
+    }
+    Err(changing(file))
+}
+
+/// One read-modify-write of a hooks file, under its lock.
+struct Edit<'a> {
+    native: Native,
+    worktree: &'a Path,
+    file: &'a Path,
+    keys: &'a Keys,
+}
+
+impl Edit<'_> {
+    /// Puts grove's hooks in, running `command`; `None` when the file
+    /// changed while grove worked on it.
+    fn install(&self, command: &str, dir_existed: bool) -> Result<Option<Installed>> {
+        let (native, file) = (self.native, self.file);
+        let mut report = Installed::new(native, file.to_path_buf());
+        let current = match read_settings(file)? {
+            Settings::Refused(reason) => return Ok(Some(report.refused(native, &reason))),
+            other => other,
+        };
+        let text = current.text();
+        let old = self.keys.record()?;
+        let stripped = hookfile::strip(text, native, old.as_ref().map(|r| &r.created));
+        // A record speaks for the grove hooks it describes; with none of
+        // them in the file any more, it describes nothing.
+        let old = old.filter(|_| stripped != text);
+        let added = hookfile::add(&stripped, native, command, &file.display().to_string());
+        report.installed.clone_from(&added.installed);
+        report.skipped = added
+            .skipped
+            .iter()
+            .map(|(event, reason)| Skipped {
+                event: event.clone(),
+                reason: reason.clone(),
+            })
+            .collect();
+        if added.installed.is_empty() {
+            if !dir_existed {
+                let _ = std::fs::remove_dir(parent(file));
+            }
+            return Ok(Some(report));
+        }
+        if added.text != text || current.is_missing() {
+            if !write_settings(file, current.existing(), &added.text)? {
+                return Ok(None);
+            }
+            report.files.push(file.to_path_buf());
+        }
+        let hidden = hide(self.worktree, parent(file), file)?;
+        report.files.extend(hidden.written);
+        // grove's hooks with no record: an older grove's install, which
+        // made the file when it holds nothing else.
+        let legacy = old.is_none() && stripped != text && hookfile::is_empty_object(&stripped);
+        let carried = old.unwrap_or_default();
+        self.keys.save(&Record {
+            file: self.keys.file.clone(),
+            created_file: current.is_missing() || carried.created_file || legacy,
+            created_dir: !dir_existed || carried.created_dir,
+            created: added.created,
+            ignore_line: hidden.ignore_line || carried.ignore_line,
+            exclude: hidden.exclude.or(carried.exclude),
+        })?;
+        Ok(Some(report))
+    }
+
+    /// Takes grove's hooks out, and what install created with them;
+    /// `false` when the file changed while grove worked on it.
+    fn uninstall(&self, record: Option<&Record>, report: &mut Removed) -> Result<bool> {
+        let (native, file) = (self.native, self.file);
+        let text = match read_settings(file)? {
+            Settings::Refused(reason) => {
+                report.problem = Some(reason);
+                return Ok(true);
+            }
+            // Gone already (or never there): what install created around
+            // it goes all the same.
+            Settings::Missing => return self.forget(record, true).map(|()| true),
+            Settings::Text(t) => t,
+        };
+        let stripped = hookfile::strip(&text, native, record.map(|r| &r.created));
+        if stripped == text {
+            return self.forget(record, false).map(|()| true);
+        }
+        let delete = hookfile::is_empty_object(&stripped) && record.is_none_or(|r| r.created_file);
+        let done = if delete {
+            remove_settings(file, &text)?
+        } else {
+            write_settings(file, Some(&text), &stripped)?
+        };
+        if !done {
+            return Ok(false);
+        }
+        report.removed = removed_events(native, &text, &stripped);
+        report.files.push(file.to_path_buf());
+        report
+            .files
+            .extend(unhide(self.worktree, parent(file), file, delete, record)?);
+        self.forget(record, delete)?;
+        Ok(true)
+    }
+
+    /// Drops the record; when the file is `gone`, also what install made
+    /// around it (its `.gitignore` line, its directory when empty).
+    fn forget(&self, record: Option<&Record>, gone: bool) -> Result<()> {
+        let Some(record) = record else {
+            return Ok(());
+        };
+        let dir = parent(self.file);
+        unhide(self.worktree, dir, self.file, gone, Some(record))?;
+        if gone && record.created_dir {
+            // Only when empty: whatever else is there now is someone's.
+            let _ = std::fs::remove_dir(dir);
+        }
+        self.keys.forget()
+    }
+}
+
+fn changing(file: &Path) -> Error {
+    Error::Refused(format!(
+        "{} kept changing while grove edited it; nothing was written — run the command again",
+        file.display()
+    ))
+}
+
+/// Removes grove's hooks for `native` from `worktree`: the files hold what
+/// they held before the install, and what install created (the file, its
+/// directory, a `.gitignore` line, an `info/exclude` entry) goes when
+/// nothing else is in it.
+pub fn uninstall(native: Native, worktree: &Path) -> Result<Removed> {
+    let dir = worktree.join(native_dir(native));
+    let json_file = dir.join(json_name(native));
+    let mut report = Removed {
+        agent: native.agent_id(),
+        file: json_file.clone(),
+        removed: Vec::new(),
+        files: Vec::new(),
+        problem: None,
+    };
+    if !tracked(worktree, &json_file) {
+        uninstall_json(native, worktree, &json_file, &mut report)?;
     }
     let toml = dir.join("config.toml");
     if native == Native::Codex
-        && let Ok(text) = std::fs::read_to_string(&toml)
-        && text.starts_with(TOML_MARK)
+        && crate::fsutil::check_no_links_below(worktree, &toml).is_ok()
+        && crate::fsutil::read_opt(&toml)?.is_some_and(|t| t.starts_with(TOML_MARK.as_bytes()))
     {
         std::fs::remove_file(&toml).map_err(|e| Error::io("removing", &toml, e))?;
-        changed.push(toml);
+        if report.removed.is_empty() {
+            report.file = toml.clone();
+        }
+        for event in hookfile::events(native) {
+            if !report.removed.iter().any(|e| e == event) {
+                report.removed.push(event.to_string());
+            }
+        }
+        report.files.push(toml.clone());
+        report
+            .files
+            .extend(unhide(worktree, &dir, &toml, true, None)?);
     }
-    let ignore = dir.join(".gitignore");
-    if std::fs::read_to_string(&ignore).is_ok_and(|t| t.starts_with(IGNORE_MARK))
-        && !dir.join(json_name(native)).exists()
-        && !dir.join("config.toml").exists()
-    {
-        let _ = std::fs::remove_file(&ignore);
+    Ok(report)
+}
+
+fn uninstall_json(
+    native: Native,
+    worktree: &Path,
+    file: &Path,
+    report: &mut Removed,
+) -> Result<()> {
+    if let Some(reason) = link_refusal(worktree, file) {
+        report.problem = Some(reason);
+        return Ok(());
     }
-    Ok(changed)
+    let keys = Keys::of(file)?;
+    let _lock = crate::fsutil::FileLock::acquire(&keys.lock)?;
+    let record = keys.record()?;
+    let edit = Edit {
+        native,
+        worktree,
+        file,
+        keys: &keys,
+    };
+    for _ in 0..ATTEMPTS {
+        if edit.uninstall(record.as_ref(), report)? {
+            return Ok(());
+        }
+    }
+    Err(changing(file))
+}
+
+/// The events that had grove's hook in `before` and have none in `after`,
+/// grove's own first, in its order.
+fn removed_events(native: Native, before: &str, after: &str) -> Vec<String> {
+    let left = hookfile::grove_events(after, native);
+    let mut removed: Vec<String> = hookfile::grove_events(before, native)
+        .into_iter()
+        .filter(|e| !left.contains(e))
+        .collect();
+    let order = hookfile::events(native);
+    removed.sort_by_key(|e| order.iter().position(|o| o == e).unwrap_or(order.len()));
+    removed
 }
 
 /// Whether grove's hooks for `native` are in `worktree`.
@@ -169,26 +460,11 @@ pub fn installed(native: Native, worktree: &Path) -> bool {
     let dir = worktree.join(native_dir(native));
     let in_json = crate::fsutil::read(&dir.join(json_name(native)))
         .ok()
-        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-        .is_some_and(|v| {
-            v.get("hooks").and_then(Value::as_object).is_some_and(|h| {
-                h.values()
-                    .flat_map(|g| g.as_array().into_iter().flatten())
-                    .flat_map(|g| {
-                        g.get("hooks")
-                            .and_then(Value::as_array)
-                            .into_iter()
-                            .flatten()
-                    })
-                    .any(|e| {
-                        e.get("command")
-                            .and_then(Value::as_str)
-                            .is_some_and(|c| is_grove_hook(c, native))
-                    })
-            })
-        });
+        .and_then(|b| String::from_utf8(b).ok())
+        .is_some_and(|t| !hookfile::grove_events(&t, native).is_empty());
     in_json
-        || std::fs::read_to_string(dir.join("config.toml")).is_ok_and(|t| t.starts_with(TOML_MARK))
+        || crate::fsutil::read(&dir.join("config.toml"))
+            .is_ok_and(|t| t.starts_with(TOML_MARK.as_bytes()))
 }
 
 fn native_dir(native: Native) -> &'static str {
@@ -205,100 +481,200 @@ fn json_name(native: Native) -> &'static str {
     }
 }
 
-/// Reads `file` (a JSON object, or nothing), applies `change`, writes it
-/// back atomically when it changed. A file that is not a JSON object is an
-/// error: it is the user's, and grove does not guess.
-fn edit_json(file: &Path, change: impl FnOnce(&mut Value)) -> Result<Value> {
-    // The lock lives in grove's data directory: nothing of grove's in the
-    // user's `.claude/` but the file itself.
-    let hash = xxhash_rust::xxh3::xxh3_64(file.as_os_str().as_encoded_bytes());
-    let lock = crate::home::data_dir()?
-        .join("locks")
-        .join(format!("hooks-{hash:016x}.lock"));
-    let _lock = crate::fsutil::FileLock::acquire(&lock)?;
-    let mut root = match crate::fsutil::open_read_opt(file)? {
-        None => Value::Object(Map::new()),
-        Some(f) => {
-            let v: Value = serde_json::from_reader(std::io::BufReader::new(f)).map_err(|e| {
-                Error::parse(
-                    file,
-                    format!("not valid JSON ({e}); grove leaves it alone — fix it, then install the capture hooks again"),
-                )
-            })?;
-            if !v.is_object() {
-                return Err(Error::parse(
-                    file,
-                    "expected a JSON object; grove leaves it alone",
-                ));
-            }
-            v
-        }
-    };
-    let before = root.clone();
-    change(&mut root);
-    if root != before {
-        let mut bytes = serde_json::to_vec_pretty(&root)
-            .map_err(|e| Error::Other(format!("writing {}: {e}", file.display())))?;
-        bytes.push(b'\n');
-        crate::fsutil::write_atomic(file, &bytes)?;
-    }
-    Ok(root)
+fn parent(file: &Path) -> &Path {
+    file.parent().unwrap_or(Path::new("."))
 }
 
-/// Drops grove's hooks from `root.hooks`, then adds `command` (when given)
-/// for every event. Groups and entries of the user's are kept.
-fn merge_hooks(root: &mut Value, native: Native, command: Option<&str>) {
-    let Some(obj) = root.as_object_mut() else {
-        return;
+/// Why grove will not touch `file`: it, or a directory on its way from the
+/// worktree, is a symbolic link (grove would write wherever it points).
+fn link_refusal(worktree: &Path, file: &Path) -> Option<String> {
+    let link = crate::fsutil::check_no_links_below(worktree, file).err()?;
+    Some(match link {
+        Error::Symlink { path, .. } => format!(
+            "{} is a symbolic link; grove does not write through links, so it leaves it alone \
+             (replace it with a file to have grove edit it)",
+            path.display()
+        ),
+        other => other.to_string(),
+    })
+}
+
+/// The agent's hooks file as grove found it.
+enum Settings {
+    Missing,
+    Text(String),
+    /// Not something grove edits: why.
+    Refused(String),
+}
+
+impl Settings {
+    /// The text to edit: a missing file is an empty object.
+    fn text(&self) -> &str {
+        match self {
+            Settings::Text(t) => t,
+            _ => BLANK,
+        }
+    }
+
+    fn is_missing(&self) -> bool {
+        matches!(self, Settings::Missing)
+    }
+
+    /// The text of a file that is there.
+    fn existing(&self) -> Option<&str> {
+        match self {
+            Settings::Text(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+/// Reads `file`: missing, the text of a JSON object, or why grove leaves it
+/// alone.
+fn read_settings(file: &Path) -> Result<Settings> {
+    let bytes = match crate::fsutil::read_opt(file) {
+        Ok(None) => return Ok(Settings::Missing),
+        Ok(Some(b)) => b,
+        Err(Error::Symlink { .. }) => {
+            return Ok(Settings::Refused(format!(
+                "{} is a symbolic link; grove does not write through links, so it leaves it alone",
+                file.display()
+            )));
+        }
+        Err(e) => return Err(e),
     };
-    let hooks = obj
-        .entry("hooks")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !hooks.is_object() {
-        // Not a hooks table the agent would read either: left as it is.
-        return;
+    let refused = |why: String| {
+        Ok(Settings::Refused(format!(
+            "{} is {why}; grove leaves it alone — fix it, then run the command again",
+            file.display()
+        )))
+    };
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(_) => return refused("not valid JSON (not UTF-8)".into()),
+    };
+    match serde_json::from_str::<serde_json::Value>(&text) {
+        Err(e) => refused(format!("not valid JSON ({e})")),
+        Ok(v) if !v.is_object() => refused("not a JSON object".into()),
+        Ok(_) => Ok(Settings::Text(text)),
     }
-    let table = hooks.as_object_mut().expect("checked above");
-    for groups in table.values_mut() {
-        let Some(list) = groups.as_array_mut() else {
-            continue;
+}
+
+/// Writes `text` into `file` unless it changed since grove read `before`
+/// (`None`: it was missing); returns whether it wrote. The new file keeps the old one's permissions.
+fn write_settings(file: &Path, before: Option<&str>, text: &str) -> Result<bool> {
+    use std::io::Write;
+    let Some(old) = before else {
+        return crate::fsutil::write_new(file, text.as_bytes());
+    };
+    let Some(mode) = unchanged_permissions(file, old)? else {
+        return Ok(false);
+    };
+    let mut tmp = crate::fsutil::temp_file_beside(file)?;
+    tmp.write_all(text.as_bytes())
+        .and_then(|()| tmp.as_file().set_permissions(mode))
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(|e| Error::io("writing", tmp.path(), e))?;
+    // Checked again at the last moment: an agent saving the file meanwhile
+    // (Claude Code records an allowed command there) is not overwritten.
+    if unchanged_permissions(file, old)?.is_none() {
+        return Ok(false);
+    }
+    tmp.persist(file)
+        .map_err(|e| Error::io("replacing", file, e.error))?;
+    crate::fsutil::sync_dir(parent(file))?;
+    Ok(true)
+}
+
+/// Deletes `file` unless it changed since grove read `old`.
+fn remove_settings(file: &Path, old: &str) -> Result<bool> {
+    if unchanged_permissions(file, old)?.is_none() {
+        return Ok(false);
+    }
+    std::fs::remove_file(file).map_err(|e| Error::io("removing", file, e))?;
+    Ok(true)
+}
+
+/// The permissions of `file` when it still holds `old`.
+fn unchanged_permissions(file: &Path, old: &str) -> Result<Option<std::fs::Permissions>> {
+    let Ok(meta) = std::fs::symlink_metadata(file) else {
+        return Ok(None);
+    };
+    Ok(
+        (crate::fsutil::read_opt(file)?.as_deref() == Some(old.as_bytes()))
+            .then(|| meta.permissions()),
+    )
+}
+
+/// What install created for one hooks file, kept in grove's data directory
+/// (nothing of grove's in the user's `.claude/` but its hooks) so that
+/// uninstall takes out exactly that.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Record {
+    /// The hooks file (a record names its file: the key is a hash).
+    file: PathBuf,
+    created_file: bool,
+    created_dir: bool,
+    created: Created,
+    /// grove's `.gitignore` got the file's line from an install.
+    ignore_line: bool,
+    /// The `info/exclude` pattern an install added.
+    exclude: Option<String>,
+}
+
+/// Where the lock and the record of one hooks file are.
+struct Keys {
+    /// The file, by the canonical path of its directory: the same file
+    /// reached by another spelling of its worktree's path shares its lock
+    /// and record.
+    file: PathBuf,
+    lock: PathBuf,
+    record: PathBuf,
+}
+
+impl Keys {
+    fn of(file: &Path) -> Result<Keys> {
+        let dir = std::fs::canonicalize(parent(file)).unwrap_or_else(|_| parent(file).into());
+        let canonical = dir.join(file.file_name().unwrap_or_default());
+        let hash = xxhash_rust::xxh3::xxh3_64(canonical.as_os_str().as_encoded_bytes());
+        let data = crate::home::data_dir()?;
+        Ok(Keys {
+            file: canonical,
+            lock: data.join("locks").join(format!("hooks-{hash:016x}.lock")),
+            record: data.join("hook-installs").join(format!("{hash:016x}.json")),
+        })
+    }
+
+    /// The record of the file, if there is one and it is about that file.
+    fn record(&self) -> Result<Option<Record>> {
+        let Some(bytes) = crate::fsutil::read_opt(&self.record)? else {
+            return Ok(None);
         };
-        for group in list.iter_mut() {
-            if let Some(entries) = group.get_mut("hooks").and_then(Value::as_array_mut) {
-                entries.retain(|e| {
-                    !e.get("command")
-                        .and_then(Value::as_str)
-                        .is_some_and(|c| is_grove_hook(c, native))
-                });
-            }
-        }
-        list.retain(|g| {
-            g.get("hooks")
-                .and_then(Value::as_array)
-                .is_none_or(|e| !e.is_empty())
-        });
+        // An unreadable record is as good as none: uninstall then takes
+        // out whatever holds only grove's hooks.
+        Ok(serde_json::from_slice::<Record>(&bytes)
+            .ok()
+            .filter(|r| r.file == self.file))
     }
-    table.retain(|_, g| g.as_array().is_none_or(|a| !a.is_empty()));
-    if let Some(command) = command {
-        for event in events(native) {
-            let mut group = Map::new();
-            if takes_matcher(native, event) {
-                group.insert("matcher".into(), Value::from("*"));
-            }
-            group.insert(
-                "hooks".into(),
-                json!([{"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECS}]),
-            );
-            let list = table
-                .entry(event.to_string())
-                .or_insert_with(|| Value::Array(Vec::new()));
-            if let Some(list) = list.as_array_mut() {
-                list.push(Value::Object(group));
-            }
+
+    fn save(&self, record: &Record) -> Result<()> {
+        let bytes = serde_json::to_vec_pretty(record)
+            .map_err(|e| Error::Other(format!("recording the hooks installed: {e}")))?;
+        if crate::fsutil::read_opt(&self.record)?.as_deref() == Some(bytes.as_slice()) {
+            return Ok(());
         }
+        crate::fsutil::real_dir(&crate::home::data_dir()?, parent(&self.record))?;
+        crate::fsutil::write_atomic(&self.record, &bytes)
     }
-    if table.is_empty() {
-        obj.remove("hooks");
+
+    fn forget(&self) -> Result<()> {
+        match std::fs::remove_file(&self.record) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(Error::io("removing", &self.record, e))
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -308,7 +684,7 @@ const TOML_MARK: &str =
 fn toml_hooks(native: Native, command: &str) -> String {
     let mut out = format!("{TOML_MARK}\n# (`grove capture uninstall` removes this file).\n");
     let command = format!("\"{}\"", command.replace('\\', "\\\\").replace('"', "\\\""));
-    for event in events(native) {
+    for event in hookfile::events(native) {
         out.push_str(&format!(
             "\n[[hooks.{event}]]\n[[hooks.{event}.hooks]]\ntype = \"command\"\ncommand = {command}\ntimeout = {HOOK_TIMEOUT_SECS}\n"
         ));
@@ -318,41 +694,112 @@ fn toml_hooks(native: Native, command: &str) -> String {
 
 const IGNORE_MARK: &str = "# Created by grove: keeps its capture hooks out of git status.";
 
-/// Keeps `file` (in `dir`) out of `git status`; returns a file written.
-fn hide(worktree: &Path, dir: &Path, file: &Path) -> Result<Option<PathBuf>> {
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+/// What [`hide`] did.
+#[derive(Debug, Default)]
+struct Hidden {
+    /// Files written.
+    written: Vec<PathBuf>,
+    /// The file's line went into grove's `.gitignore`.
+    ignore_line: bool,
+    /// The `info/exclude` pattern added.
+    exclude: Option<String>,
+}
+
+/// Keeps `file` (in `dir`) out of `git status`.
+fn hide(worktree: &Path, dir: &Path, file: &Path) -> Result<Hidden> {
+    let line = ignore_line(file);
     let ignore = dir.join(".gitignore");
-    match std::fs::read_to_string(&ignore) {
-        Ok(text) if text.starts_with(IGNORE_MARK) => {
-            if !text.lines().any(|l| l == format!("/{name}")) {
-                let mut text = text;
+    let mut hidden = Hidden::default();
+    match crate::fsutil::read_opt(&ignore) {
+        Ok(Some(bytes)) if bytes.starts_with(IGNORE_MARK.as_bytes()) => {
+            let mut text = String::from_utf8_lossy(&bytes).into_owned();
+            if !text.lines().any(|l| l == line) {
                 if !text.ends_with('\n') {
                     text.push('\n');
                 }
-                text.push_str(&format!("/{name}\n"));
+                text.push_str(&line);
+                text.push('\n');
                 crate::fsutil::write_atomic(&ignore, text.as_bytes())?;
+                hidden.written.push(ignore);
+                hidden.ignore_line = true;
             }
-            Ok(Some(ignore))
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let text = format!("{IGNORE_MARK}\n/.gitignore\n/{name}\n");
-            crate::fsutil::write_new(&ignore, text.as_bytes())?;
-            Ok(Some(ignore))
+        Ok(None) => {
+            let text = format!("{IGNORE_MARK}\n/.gitignore\n{line}\n");
+            if crate::fsutil::write_new(&ignore, text.as_bytes())? {
+                hidden.written.push(ignore);
+                hidden.ignore_line = true;
+            }
         }
-        // The repository's own .gitignore there: the repository's exclude
-        // file takes the path instead.
+        // The repository's own .gitignore there (or a link): the
+        // repository's exclude file takes the path instead.
         _ => {
             let git = crate::gitcmd::Git::find()?;
             let exclude = crate::worktree::exclude::exclude_file(&git, worktree)?;
             let relative = file.strip_prefix(worktree).unwrap_or(file);
             let pattern = crate::worktree::exclude::pattern_for(relative)?;
-            crate::worktree::exclude::add(&exclude, &[pattern])?;
-            Ok(None)
+            let listed = crate::fsutil::read_opt(&exclude)
+                .ok()
+                .flatten()
+                .is_some_and(|b| String::from_utf8_lossy(&b).lines().any(|l| l == pattern));
+            if !listed {
+                crate::worktree::exclude::add(&exclude, std::slice::from_ref(&pattern))?;
+                hidden.exclude = Some(pattern);
+            }
         }
     }
+    Ok(hidden)
+}
+
+/// The line of grove's `.gitignore` naming `file`.
+fn ignore_line(file: &Path) -> String {
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!("/{name}")
+}
+
+/// Takes out what [`hide`] did for `file`: its line in grove's `.gitignore`
+/// when the file is `gone` or an install added the line (the `.gitignore`
+/// too, once none of the files it names is there), the `info/exclude`
+/// entry an install added. Returns the files changed or removed.
+fn unhide(
+    worktree: &Path,
+    dir: &Path,
+    file: &Path,
+    gone: bool,
+    record: Option<&Record>,
+) -> Result<Vec<PathBuf>> {
+    let mut changed = Vec::new();
+    let line = ignore_line(file);
+    let ignore = dir.join(".gitignore");
+    if (gone || record.is_some_and(|r| r.ignore_line))
+        && let Ok(Some(bytes)) = crate::fsutil::read_opt(&ignore)
+        && bytes.starts_with(IGNORE_MARK.as_bytes())
+    {
+        let text = String::from_utf8_lossy(&bytes);
+        let kept: Vec<&str> = text.lines().filter(|l| *l != line).collect();
+        let names_a_file = kept.iter().any(|l| {
+            l.strip_prefix('/')
+                .is_some_and(|name| name != ".gitignore" && dir.join(name).exists())
+        });
+        if !names_a_file {
+            std::fs::remove_file(&ignore).map_err(|e| Error::io("removing", &ignore, e))?;
+            changed.push(ignore);
+        } else if kept.len() != text.lines().count() {
+            let mut text = kept.join("\n");
+            text.push('\n');
+            crate::fsutil::write_atomic(&ignore, text.as_bytes())?;
+            changed.push(ignore);
+        }
+    }
+    if let Some(pattern) = record.and_then(|r| r.exclude.as_ref()) {
+        let git = crate::gitcmd::Git::find()?;
+        let exclude = crate::worktree::exclude::exclude_file(&git, worktree)?;
+        crate::worktree::exclude::remove(&exclude, std::slice::from_ref(pattern))?;
+    }
+    Ok(changed)
 }
 
 /// Whether the repository of `worktree` tracks `file`.
@@ -372,34 +819,6 @@ fn tracked(worktree: &Path, file: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn merging_keeps_the_users_hooks_and_replaces_groves() {
-        let mut root = json!({
-            "permissions": {"allow": ["Bash(ls)"]},
-            "hooks": {"Stop": [
-                {"hooks": [{"type": "command", "command": "say done"}]},
-                {"hooks": [{"type": "command", "command": "/old/grove capture claude --thread x"}]}
-            ]}
-        });
-        merge_hooks(
-            &mut root,
-            Native::Claude,
-            Some("/new/grove capture claude --thread y"),
-        );
-        let stop = root["hooks"]["Stop"].as_array().unwrap();
-        assert_eq!(stop.len(), 2, "{root}");
-        assert_eq!(stop[0]["hooks"][0]["command"], "say done");
-        assert_eq!(
-            stop[1]["hooks"][0]["command"],
-            "/new/grove capture claude --thread y"
-        );
-        assert_eq!(root["hooks"]["PreToolUse"][0]["matcher"], "*");
-        assert_eq!(root["permissions"]["allow"][0], "Bash(ls)");
-        merge_hooks(&mut root, Native::Claude, None);
-        assert_eq!(root["hooks"]["Stop"].as_array().unwrap().len(), 1);
-        assert!(root["hooks"].get("PreToolUse").is_none());
-    }
 
     #[test]
     fn hook_commands_are_quoted_for_the_shell() {

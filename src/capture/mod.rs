@@ -19,7 +19,9 @@
 //!   thread, so the session's copy is not added twice.
 
 pub mod hook;
+mod hookfile;
 pub mod install;
+mod jsontext;
 pub mod ledger;
 pub mod state;
 pub mod sync;

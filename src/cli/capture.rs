@@ -28,9 +28,13 @@ enum What {
     /// new turns. Prints nothing, always exits 0.
     Codex(HookArgs),
     /// Install the agents' project hooks in a task's worktree
-    /// (.claude/settings.local.json, .codex/hooks.json).
+    /// (.claude/settings.local.json, .codex/hooks.json). Says which events
+    /// got grove's hook and which did not, and why; exits 1 when none did,
+    /// 4 when some did not.
     Install(InstallArgs),
-    /// Remove grove's hooks from a task's worktree (the user's stay).
+    /// Remove grove's hooks from a task's worktree (the user's stay; the
+    /// file is as it was before the install). Exits 1 when a file could not
+    /// be read.
     Uninstall(InstallArgs),
     /// Capture now what the hooks missed: sessions of the thread's agent run
     /// in its worktree since the thread began, and what their transcripts
@@ -57,7 +61,8 @@ struct InstallArgs {
     #[arg(long, value_name = "AGENT")]
     agent: Option<String>,
 
-    /// Print the files written as JSON.
+    /// Print {threadId, worktreePath, agents: [{agent, file, installed |
+    /// removed, skipped | problem, files}], files} as JSON.
     #[arg(long)]
     json: bool,
 }
@@ -77,8 +82,8 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     match args.what {
         What::Claude(a) => Ok(run_hook(Native::Claude, a, cwd, out)),
         What::Codex(a) => Ok(run_hook(Native::Codex, a, cwd, out)),
-        What::Install(a) => install(a, cwd, out, true),
-        What::Uninstall(a) => install(a, cwd, out, false),
+        What::Install(a) => install(a, cwd, out),
+        What::Uninstall(a) => uninstall(a, cwd, out),
         What::Sync(a) => sync(a, cwd, out),
     }
 }
@@ -175,7 +180,13 @@ fn task_thread(
     Ok((first.thread, project.root.clone()))
 }
 
-fn install(args: InstallArgs, cwd: &Path, out: &Output, on: bool) -> anyhow::Result<u8> {
+/// The thread, its worktree and the agents `capture install|uninstall`
+/// works on.
+fn install_target(
+    args: &InstallArgs,
+    cwd: &Path,
+    out: &Output,
+) -> anyhow::Result<(grove::store::Thread, PathBuf, Vec<Native>)> {
     let project = Project::discover(cwd)?;
     let (thread, worktree) = task_thread(&project, args.thread.as_deref(), out)?;
     let agents: Vec<Native> = match args.agent.as_deref() {
@@ -190,53 +201,125 @@ fn install(args: InstallArgs, cwd: &Path, out: &Output, on: bool) -> anyhow::Res
             None => vec![Native::Claude, Native::Codex],
         },
     };
+    Ok((thread, worktree, agents))
+}
+
+/// `grove capture install`: exits 0 when every event of every agent got
+/// grove's hook, 4 when some did not, 1 when none did.
+fn install(args: InstallArgs, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
+    let (thread, worktree, agents) = install_target(&args, cwd, out)?;
     let grove_exe = std::env::current_exe()?;
-    let mut files = Vec::new();
-    let mut skipped = Vec::new();
+    let mut reports = Vec::new();
     for native in agents {
-        if on {
-            let i = capture::install::install(native, &worktree, thread.id(), &grove_exe)?;
-            files.extend(i.files);
-            skipped.extend(i.skipped);
-        } else {
-            files.extend(capture::install::uninstall(native, &worktree)?);
-        }
+        reports.push(capture::install::install(
+            native,
+            &worktree,
+            thread.id(),
+            &grove_exe,
+        )?);
     }
+    let any = reports.iter().any(|r| !r.installed.is_empty());
+    let all = reports.iter().all(|r| r.skipped.is_empty());
+    let code = match (any, all) {
+        (false, _) => super::exit::ERROR,
+        (true, false) => super::exit::PARTIAL,
+        (true, true) => super::exit::SUCCESS,
+    };
+    let files: Vec<&PathBuf> = reports.iter().flat_map(|r| &r.files).collect();
+    let problems: Vec<String> = reports.iter().flat_map(|r| r.problems()).collect();
     if args.json {
         out.json(&serde_json::json!({
             "threadId": thread.id(),
             "worktreePath": worktree,
+            "agents": reports,
             "files": files,
-            "skipped": skipped,
+            "skipped": problems,
         }))?;
-        return Ok(super::exit::SUCCESS);
+        return Ok(code);
     }
-    for s in &skipped {
-        out.warn(s);
-    }
-    let verb = if on { "installed" } else { "removed" };
-    if files.is_empty() {
+    for r in reports.iter().filter(|r| !r.installed.is_empty()) {
+        let state = if r.files.is_empty() {
+            "already installed"
+        } else {
+            "installed"
+        };
         out.status(&format!(
-            "grove: no capture hooks {verb} in {}",
-            worktree.display()
-        ));
-    } else {
-        out.status(&format!(
-            "grove: capture hooks {verb} for thread {} in {}",
+            "grove: {} capture hooks {state} for thread {} in {}: {}",
+            r.agent,
             thread.id(),
+            r.file.display(),
+            r.installed.join(", ")
+        ));
+    }
+    for p in &problems {
+        out.warn(p);
+    }
+    if !any {
+        out.error(&format!(
+            "no capture hook installed in {}",
             worktree.display()
         ));
-        for f in &files {
-            out.line(&f.display().to_string())?;
-        }
     }
-    if on {
+    for f in &files {
+        out.line(&f.display().to_string())?;
+    }
+    if reports
+        .iter()
+        .any(|r| r.agent == Native::Codex.agent_id() && !r.installed.is_empty())
+    {
         out.status(
             "grove: Codex runs a project's hooks only once you trust the project in Codex; until then, \
              `grove capture sync` (and `grove list`/`show`) bring its turns",
         );
     }
-    Ok(super::exit::SUCCESS)
+    Ok(code)
+}
+
+/// `grove capture uninstall`: exits 1 when a file could not be looked
+/// into (grove's hooks may still be there).
+fn uninstall(args: InstallArgs, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
+    let (thread, worktree, agents) = install_target(&args, cwd, out)?;
+    let mut reports = Vec::new();
+    for native in agents {
+        reports.push(capture::install::uninstall(native, &worktree)?);
+    }
+    let code = if reports.iter().any(|r| r.problem.is_some()) {
+        super::exit::ERROR
+    } else {
+        super::exit::SUCCESS
+    };
+    let files: Vec<&PathBuf> = reports.iter().flat_map(|r| &r.files).collect();
+    if args.json {
+        out.json(&serde_json::json!({
+            "threadId": thread.id(),
+            "worktreePath": worktree,
+            "agents": reports,
+            "files": files,
+        }))?;
+        return Ok(code);
+    }
+    for r in &reports {
+        if let Some(p) = &r.problem {
+            out.error(&format!("{}: {p}", r.agent));
+        } else if r.removed.is_empty() {
+            out.status(&format!(
+                "grove: no {} capture hook of grove's in {}",
+                r.agent,
+                r.file.display()
+            ));
+        } else {
+            out.status(&format!(
+                "grove: {} capture hooks removed from {}: {}",
+                r.agent,
+                r.file.display(),
+                r.removed.join(", ")
+            ));
+        }
+    }
+    for f in &files {
+        out.line(&f.display().to_string())?;
+    }
+    Ok(code)
 }
 
 fn sync(args: SyncArgs, cwd: &Path, out: &Output) -> anyhow::Result<u8> {

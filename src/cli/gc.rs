@@ -277,7 +277,11 @@ fn remove_stale_temps(
     // integrated branches, the branches grove made, the capture ledger):
     // written whole in a moment.
     if let Ok(data) = grove::home::data_dir() {
-        let mut dirs = vec![data.clone(), data.join("integration")];
+        let mut dirs = vec![
+            data.clone(),
+            data.join("integration"),
+            data.join("hook-installs"),
+        ];
         dirs.extend(grove::worktree::ownership::dir(&project.main_root));
         dirs.extend(grove::capture::ledger::dirs(&project.main_root));
         for dir in dirs {

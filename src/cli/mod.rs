@@ -55,7 +55,8 @@ pub mod exit {
     pub const USAGE: u8 = 2;
     /// `grove new --strict`: a hook failed or timed out (the worktree is kept).
     pub const HOOK_FAILED: u8 = 3;
-    /// `grove import`: something was not imported as it was (the rest was).
+    /// `grove import`: something was not imported as it was (the rest was);
+    /// `grove capture install`: some events got no hook.
     pub const PARTIAL: u8 = 4;
 }
 
@@ -65,7 +66,7 @@ pub mod exit {
     version,
     about = "Start AI agent tasks in isolated git worktrees and keep their conversations next to the code",
     long_about = None,
-    after_help = "Exit codes: 0 success, 1 error, 2 usage error, 3 a hook failed (new --strict), 4 an import left something out.\nThreads are stored in the Agent Thread Storage Format v1.1 under .agent/threads/."
+    after_help = "Exit codes: 0 success, 1 error, 2 usage error, 3 a hook failed (new --strict), 4 an import or a capture install left something out.\nThreads are stored in the Agent Thread Storage Format v1.1 under .agent/threads/."
 )]
 struct Cli {
     /// Run as if grove was started in DIR (like `git -C`).

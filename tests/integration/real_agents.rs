@@ -515,3 +515,60 @@ fn codex_exec_through_grove_its_turn_lands_in_the_thread_once_in_order() {
     );
     eprintln!("codex headless scenario: {:?}", started.elapsed());
 }
+
+#[test]
+#[ignore = "issue 23 item 6: a failing tool fires PostToolUseFailure (with `error`, `is_interrupt`) instead of PostToolUse; grove installs no hook for it"]
+fn claude_a_failing_tool_runs_grove_s_post_tool_use_failure_hook() {
+    let sb = Sandbox::new();
+    if !sb.install_real_agents() {
+        return;
+    }
+    let server = ModelServer::start(Api::Anthropic, scenario());
+    headless_agents(&sb);
+    let repo = sb.repo("app");
+    let (wt, id) = launch(&sb, &repo, "claude-code", &scenario()[0].prompt, |cmd| {
+        claude_setup(&sb, &server, cmd)
+    });
+    let log = std::fs::read_to_string(wt.join(".agent/threads").join(&id).join("logs/capture.log"))
+        .unwrap();
+    assert!(log.contains("PostToolUseFailure"), "{log}");
+    // The successful tools' PostToolUse, the failing one's PostToolUseFailure.
+    assert_eq!(log.matches("PostToolUse ").count(), 2, "{log}");
+}
+
+#[test]
+#[ignore = "issue 23 item 5: Codex 0.169 reads project hooks only from the main worktree's .codex/, only for a trusted project, and runs only hooks whose command the user trusted; grove installs them in the task's worktree, so none runs"]
+fn codex_trusted_its_turn_is_captured_live_by_grove_s_hooks() {
+    let sb = Sandbox::new();
+    if !sb.install_real_agents() {
+        return;
+    }
+    let server = ModelServer::start(Api::OpenAi, scenario());
+    headless_agents(&sb);
+    let repo = sb.repo("app");
+    let task = new_task(&sb, &repo, &["Live", "--agent", "codex"]);
+    let wt = PathBuf::from(task["worktreePath"].as_str().unwrap());
+    let id = task["threadId"].as_str().unwrap();
+    // The user trusts the project (both the task's worktree and the main one).
+    let mut cmd = sb.grove_with_agents(&repo);
+    cmd.args(["launch", id, "--prompt", &scenario()[0].prompt]);
+    codex_setup(
+        &sb,
+        &server,
+        &mut cmd,
+        &format!(
+            "\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+            wt.display(),
+            repo.display()
+        ),
+    );
+    ok(&mut cmd);
+    let log = std::fs::read_to_string(wt.join(".agent/threads").join(id).join("logs/capture.log"))
+        .unwrap_or_default();
+    for event in ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"] {
+        assert!(
+            log.contains(event),
+            "Codex ran grove's {event} hook: {log:?}"
+        );
+    }
+}

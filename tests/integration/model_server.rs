@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 /// Requests a server answers before it answers only 503.
-pub const MAX_REQUESTS: u64 = 400;
+pub const MAX_REQUESTS: u64 = 200;
 /// How long a server lives at most.
 pub const LIFETIME: Duration = Duration::from_secs(300);
 /// How long a kept-alive connection may stay idle.
@@ -144,7 +144,7 @@ impl ModelServer {
                         std::thread::spawn(move || serve(stream, &s));
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                        std::thread::sleep(Duration::from_millis(5));
+                        std::thread::sleep(Duration::from_millis(1));
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(5)),
                 }
@@ -662,4 +662,161 @@ fn openai_events(n: u64, request: &Value, step: &Step) -> Vec<u8> {
         numbered.push((name, data));
     }
     sse(&numbered)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One request on a new connection; the status and the body.
+    fn post(server: &ModelServer, path: &str, body: &Value) -> (u16, String) {
+        let mut s = TcpStream::connect(server.url().trim_start_matches("http://")).unwrap();
+        let body = body.to_string();
+        write!(
+            s,
+            "POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut reader = BufReader::new(s);
+        let mut status = String::new();
+        reader.read_line(&mut status).unwrap();
+        let mut len = 0;
+        loop {
+            let mut h = String::new();
+            reader.read_line(&mut h).unwrap();
+            if h.trim().is_empty() {
+                break;
+            }
+            if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                len = v.trim().parse().unwrap();
+            }
+        }
+        let mut answer = vec![0; len];
+        reader.read_exact(&mut answer).unwrap();
+        (
+            status.split_whitespace().nth(1).unwrap().parse().unwrap(),
+            String::from_utf8(answer).unwrap(),
+        )
+    }
+
+    fn script() -> Vec<Turn> {
+        vec![Turn {
+            prompt: "Go".into(),
+            thinking: "Hmm.".into(),
+            actions: vec![
+                Action::Shell("true".into()),
+                Action::WriteFile {
+                    path: "a.txt".into(),
+                    content: "x\n".into(),
+                },
+            ],
+            reply: "Done.".into(),
+        }]
+    }
+
+    #[test]
+    fn the_anthropic_server_plays_the_script_from_the_conversation_it_receives() {
+        let server = ModelServer::start(Api::Anthropic, script());
+        let user = |content: Value| json!({"role": "user", "content": content});
+        let mut messages = vec![user(
+            json!([{"type": "text", "text": "<system-reminder/>"}, {"type": "text", "text": "Go"}]),
+        )];
+        let (status, first) = post(
+            &server,
+            "/v1/messages?beta=true",
+            &json!({"model": "m", "stream": true, "messages": messages}),
+        );
+        assert_eq!(status, 200);
+        for part in [
+            "event: message_start",
+            "\"thinking_delta\"",
+            "\"signature_delta\"",
+            "\"name\":\"Bash\"",
+            "input_json_delta",
+            "\"stop_reason\":\"tool_use\"",
+            "\"cache_read_input_tokens\":80",
+            "event: message_stop",
+        ] {
+            assert!(first.contains(part), "{part} in {first}");
+        }
+        messages.push(json!({"role": "assistant", "content": []}));
+        messages.push(user(
+            json!([{"type": "tool_result", "tool_use_id": "t", "content": "ok"}]),
+        ));
+        let (_, second) = post(
+            &server,
+            "/v1/messages?beta=true",
+            &json!({"model": "m", "stream": true, "messages": messages}),
+        );
+        assert!(second.contains("\"name\":\"Write\""), "{second}");
+        assert!(!second.contains("thinking"), "thinking opens the turn only");
+        messages.push(json!({"role": "assistant", "content": []}));
+        messages.push(user(
+            json!([{"type": "tool_result", "tool_use_id": "u", "content": "ok"}]),
+        ));
+        let (_, last) = post(
+            &server,
+            "/v1/messages",
+            &json!({"model": "m", "stream": false, "messages": messages}),
+        );
+        let last: Value = serde_json::from_str(&last).unwrap();
+        assert_eq!(last["content"], json!([{"type": "text", "text": "Done."}]));
+        assert_eq!(last["stop_reason"], "end_turn");
+        let (status, _) = post(&server, "/v1/models", &json!({}));
+        assert_eq!(status, 404);
+        let log = server.requests();
+        assert_eq!(log.len(), 4);
+        assert_eq!(server.model_calls().len(), 3);
+        assert_eq!(log[3].status, 404);
+        assert_eq!(log[1].body["messages"][2]["content"][0]["content"], "ok");
+    }
+
+    #[test]
+    fn the_openai_server_plays_the_script_and_stops_answering_past_its_bound() {
+        let server = ModelServer::start(Api::OpenAi, script());
+        let mut input = vec![
+            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Go"}]}),
+        ];
+        let (_, first) = post(
+            &server,
+            "/v1/responses",
+            &json!({"model": "m", "input": input}),
+        );
+        for part in [
+            "event: response.created",
+            "\"encrypted_content\"",
+            "\"name\":\"exec_command\"",
+            "\"cached_tokens\":80",
+            "\"reasoning_tokens\":30",
+            "event: response.completed",
+        ] {
+            assert!(first.contains(part), "{part} in {first}");
+        }
+        input.push(json!({"type": "function_call_output", "call_id": "c", "output": "ok"}));
+        let (_, second) = post(
+            &server,
+            "/v1/responses",
+            &json!({"model": "m", "input": input}),
+        );
+        assert!(second.contains("\"name\":\"apply_patch\""), "{second}");
+        assert!(second.contains("*** Add File: a.txt\\n+x\\n"), "{second}");
+        input.push(json!({"type": "custom_tool_call_output", "call_id": "d", "output": "ok"}));
+        let (_, last) = post(
+            &server,
+            "/v1/responses",
+            &json!({"model": "m", "input": input}),
+        );
+        assert!(last.contains("\"text\":\"Done.\""), "{last}");
+        // Bounded: past MAX_REQUESTS every request gets a 503.
+        for _ in 3..MAX_REQUESTS {
+            post(&server, "/nowhere", &json!({}));
+        }
+        let (status, _) = post(
+            &server,
+            "/v1/responses",
+            &json!({"model": "m", "input": input}),
+        );
+        assert_eq!(status, 503);
+    }
 }

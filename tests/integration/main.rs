@@ -4,6 +4,7 @@
 // Tests and benchmarks start git, grove and their baselines themselves.
 #![allow(clippy::disallowed_methods)]
 
+mod model_server;
 mod support;
 
 mod agents;
@@ -33,6 +34,7 @@ mod parallel;
 mod ports;
 mod props;
 mod read;
+mod real_agents;
 mod relations;
 mod remove;
 mod robust;

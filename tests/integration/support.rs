@@ -384,3 +384,90 @@ pub fn needs(tool: &str, present: bool, skip_var: &str, install: &str) -> bool {
     eprintln!("SKIPPED ({skip_var}=1): {tool} is not installed");
     false
 }
+
+/// The real agents' npm packages and the versions the tests are verified
+/// with, as pinned in `tests/real-agents/package.json` (the one place).
+pub fn real_agent_pins() -> Vec<(String, String)> {
+    let pins: serde_json::Value =
+        serde_json::from_str(include_str!("../real-agents/package.json")).unwrap();
+    pins["dependencies"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+        .collect()
+}
+
+/// Where `.ci/real-agents` installs the real agents:
+/// `$GROVE_REAL_AGENTS`, else `${XDG_CACHE_HOME:-$HOME/.cache}/grove/real-agents`.
+pub fn real_agents_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("GROVE_REAL_AGENTS").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache")
+        });
+    cache.join("grove/real-agents")
+}
+
+/// What is wrong with the installed real agents, if anything: missing, or
+/// not the pinned version.
+fn real_agents_problem() -> Option<String> {
+    let dir = real_agents_dir();
+    for (package, version) in real_agent_pins() {
+        let manifest = dir.join("node_modules").join(&package).join("package.json");
+        let Ok(text) = std::fs::read_to_string(&manifest) else {
+            return Some(format!("{package} is not in {}", dir.display()));
+        };
+        let found: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        if found["version"] != version.as_str() {
+            return Some(format!(
+                "{package} in {} is {}, the tests are pinned to {version}",
+                dir.display(),
+                found["version"]
+            ));
+        }
+    }
+    for bin in ["claude", "codex"] {
+        if !dir.join("node_modules/.bin").join(bin).exists() {
+            return Some(format!(
+                "{bin} is not in {}/node_modules/.bin",
+                dir.display()
+            ));
+        }
+    }
+    None
+}
+
+impl Sandbox {
+    /// The real `claude` and `codex` (tests/real-agents, installed by
+    /// `.ci/real-agents`) in the sandbox's `bin/`, which
+    /// [`Sandbox::agent_path`] puts first on `PATH`. Missing or not at the
+    /// pinned version, the test fails saying how to install them, unless
+    /// `GROVE_SKIP_REAL_AGENTS=1` (then this returns false: skip).
+    pub fn install_real_agents(&self) -> bool {
+        let problem = real_agents_problem();
+        if !needs(
+            &format!(
+                "the real Claude Code and Codex ({})",
+                problem.as_deref().unwrap_or("")
+            ),
+            problem.is_none(),
+            "GROVE_SKIP_REAL_AGENTS",
+            "run `bash .ci/real-agents` (npm installs the versions pinned in tests/real-agents)",
+        ) {
+            return false;
+        }
+        let bin = self.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        for name in ["claude", "codex"] {
+            let real = real_agents_dir().join("node_modules/.bin").join(name);
+            #[cfg(unix)]
+            std::os::unix::fs::symlink(&real, bin.join(name)).unwrap();
+        }
+        true
+    }
+}

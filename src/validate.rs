@@ -596,14 +596,17 @@ fn meta_identity(f: &mut Fields, dir: &Path, o: &Map<String, Value>) {
 /// Where it was made: `context` and its worktree.
 fn meta_context(f: &mut Fields, o: &Map<String, Value>) {
     if let Some(c) = f.object(o, "", "context", true) {
-        if let Some(w) = f.string(c, "context.", "workingDir", true)
-            && !w.is_empty()
-            && !Path::new(&w).is_absolute()
-            && !w.starts_with('/')
-        {
-            f.error(format!(
-                "`context.workingDir` {w:?} is not absolute (an absolute path at creation time)"
-            ));
+        if let Some(w) = f.string(c, "context.", "workingDir", true) {
+            if w.is_empty() {
+                f.error(
+                    "`context.workingDir` is empty (it is the absolute path the thread was created in)"
+                        .to_string(),
+                );
+            } else if !Path::new(&w).is_absolute() && !w.starts_with('/') {
+                f.error(format!(
+                    "`context.workingDir` {w:?} is not absolute (an absolute path at creation time)"
+                ));
+            }
         }
         f.string(c, "context.", "relativeDir", false);
         f.string(c, "context.", "gitBranch", false);

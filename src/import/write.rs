@@ -269,6 +269,7 @@ impl<'a> Output<'a> {
             other => Store::for_project(&other.root_for(&meta).unwrap_or_default()),
         };
         safe_thread_id(&mut meta, &self.source, self.summary);
+        place_working_dir(&mut meta, &store);
         let thread = store.thread(&meta.thread_id)?;
         if std::fs::symlink_metadata(thread.meta_path()).is_ok() {
             return self.open_existing(thread, meta, Ledger::Import);
@@ -480,6 +481,37 @@ fn rename_thread_refs(meta: &mut ThreadMeta, from: &str, to: &str) {
         }
     }
 }
+
+/// A thread's `context.workingDir` must be absolute (ATSF): when the source
+/// recorded none, or a relative one, it says where the thread lives — the
+/// project of `store` (joined with the relative one) — and
+/// `metadata.import.sourceWorkingDir` keeps what the source said (`null`:
+/// nothing).
+fn place_working_dir(meta: &mut ThreadMeta, store: &Store) {
+    let given = meta.context.working_dir.clone();
+    if !given.is_empty() && (Path::new(&given).is_absolute() || given.starts_with('/')) {
+        return;
+    }
+    let Some(root) = store.agent_dir().parent() else {
+        return;
+    };
+    let root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+    let (dir, source) = match given.as_str() {
+        "" => (root, Value::Null),
+        rel => {
+            if meta.context.relative_dir.is_none() {
+                meta.context.relative_dir = Some(rel.to_string());
+            }
+            (root.join(rel), Value::from(rel))
+        }
+    };
+    meta.context.working_dir = dir.to_string_lossy().into_owned();
+    set_import(meta, SOURCE_WORKING_DIR_KEY, source);
+}
+
+/// `metadata.import.sourceWorkingDir`: what the source said of the working
+/// directory when it was not an absolute path.
+const SOURCE_WORKING_DIR_KEY: &str = "sourceWorkingDir";
 
 fn set_import(meta: &mut ThreadMeta, key: &str, value: Value) {
     let import = meta

@@ -827,3 +827,39 @@ fn codex_rollouts_import_tool_calls_reasoning_and_grow_incrementally() {
     assert_eq!(grown["sources"][0]["read"], "tail");
     assert_eq!(messages(&sb, &dir, id).len(), 10);
 }
+
+#[test]
+fn a_source_without_a_working_directory_gets_the_project_it_was_imported_into() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let source = fixtures().join("amp/T-7f1e2d3c-0000-4000-8000-00000000abcd.json");
+    ok(sb
+        .grove(&repo)
+        .args(["import", "amp", source.to_str().unwrap()]));
+    let dir = repo.join(".agent/threads/T-7f1e2d3c-0000-4000-8000-00000000abcd");
+    let meta = read_json(&dir.join("thread.json"));
+    assert_eq!(
+        meta["context"]["workingDir"],
+        repo.to_str().unwrap(),
+        "{meta}"
+    );
+    assert_eq!(
+        meta["metadata"]["import"]["sourceWorkingDir"],
+        serde_json::Value::Null,
+        "the source gave none, and it says so: {meta}"
+    );
+    assert!(meta["metadata"]["import"].get("sourceWorkingDir").is_some());
+    ok(sb.grove(&repo).args(["validate", dir.to_str().unwrap()]));
+    // validate catches an empty one.
+    let mut bad = meta.clone();
+    bad["context"]["workingDir"] = serde_json::Value::from("");
+    std::fs::write(
+        dir.join("thread.json"),
+        serde_json::to_vec_pretty(&bad).unwrap(),
+    )
+    .unwrap();
+    let out = run(sb.grove(&repo).args(["validate", dir.to_str().unwrap()]));
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("`context.workingDir` is empty"), "{said}");
+}

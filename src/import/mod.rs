@@ -177,7 +177,29 @@ pub struct RecordCounts {
     pub reasons: Vec<String>,
 }
 
+/// What a summary held before an attempt at a source: an attempt that
+/// restarts is taken back, so only the last one is reported.
+struct Mark {
+    threads: usize,
+    errors: usize,
+    records: BTreeMap<String, RecordCounts>,
+}
+
 impl Summary {
+    fn mark(&self) -> Mark {
+        Mark {
+            threads: self.threads.len(),
+            errors: self.errors.len(),
+            records: self.records.clone(),
+        }
+    }
+
+    fn rewind(&mut self, mark: &Mark) {
+        self.threads.truncate(mark.threads);
+        self.errors.truncate(mark.errors);
+        self.records = mark.records.clone();
+    }
+
     pub(crate) fn count(&mut self, kind: &str) -> &mut RecordCounts {
         self.records.entry(kind.to_string()).or_default()
     }
@@ -342,6 +364,10 @@ pub fn run(format: &dyn Format, paths: &[PathBuf], destination: &Destination) ->
     Ok(summary)
 }
 
+/// How many times a source is read when other imports of it keep
+/// publishing its threads first.
+const MAX_TRIES: usize = 5;
+
 /// Imports one source, from where the last import stopped when it can.
 fn import_source(
     format: &dyn Format,
@@ -376,16 +402,21 @@ fn import_source(
         .as_ref()
         .filter(|_| resumable == Resumable::Lines)
         .map(|v| v.resume.clone());
+    let mark = summary.mark();
     let mut attempt = attempt(format, source, destination, summary, from.as_ref());
     let mut tries = 1;
     let mut started = valid.filter(|_| from.is_some());
     let mut restarted = None;
+    // Another import publishing first is progress, so tries converge; each
+    // retry starts from the summary as it was, or an attempt taken back
+    // would be reported beside the one that counts.
     while let Err(Error::Restart(why)) = &attempt
-        && tries < 3
+        && tries < MAX_TRIES
     {
         restarted = Some(why.clone());
         started = None;
         tries += 1;
+        summary.rewind(&mark);
         attempt = self::attempt(format, source, destination, summary, None);
     }
     let (resume, mut written) = attempt?;
@@ -464,4 +495,64 @@ fn unchanged(threads: &[PathBuf], summary: &mut Summary) -> Result<()> {
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A format whose first import of a source meets another import's
+    /// thread (a restart), after naming a bad line and counting a record;
+    /// the second goes through.
+    struct RestartsOnce(std::sync::atomic::AtomicUsize);
+
+    impl Format for RestartsOnce {
+        fn name(&self) -> &'static str {
+            "test"
+        }
+        fn about(&self) -> &'static str {
+            ""
+        }
+        fn layout(&self) -> &'static str {
+            ""
+        }
+        fn sources(&self, path: &Path) -> Result<Vec<PathBuf>> {
+            Ok(vec![path.to_path_buf()])
+        }
+        fn import(
+            &self,
+            source: &Path,
+            _from: Option<&Resume>,
+            out: &mut Output,
+        ) -> Result<Option<Resume>> {
+            let summary = out.summary();
+            summary
+                .errors
+                .push(format!("{}:1: bad line", source.display()));
+            summary.count("record").mapped += 1;
+            if self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                return Err(Error::Restart(
+                    "published by another import meanwhile".into(),
+                ));
+            }
+            Ok(None)
+        }
+    }
+
+    #[test]
+    fn a_restarted_import_reports_only_its_last_attempt() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("session.jsonl");
+        std::fs::write(&source, "x\n").unwrap();
+        let format = RestartsOnce(Default::default());
+        let summary = run(
+            &format,
+            &[source],
+            &Destination::Root(dir.path().to_path_buf()),
+        )
+        .unwrap();
+        assert_eq!(summary.errors.len(), 1, "{:?}", summary.errors);
+        assert_eq!(summary.records["record"].mapped, 1);
+        assert!(summary.sources[0].restarted.is_some());
+    }
 }

@@ -54,8 +54,12 @@ fn read(v: Option<&Value>, out: &mut ToolOutput, texts: &mut Vec<String>, depth:
             _ => texts.push(s.clone()),
         },
         Some(Value::Array(items)) => {
+            let first = texts.len();
             for item in items {
                 item_of(item, out, texts);
+            }
+            if texts.get(first).is_some_and(|t| script_failed(t)) {
+                out.failed = true;
             }
         }
         Some(Value::Object(o)) => {
@@ -86,12 +90,18 @@ fn read(v: Option<&Value>, out: &mut ToolOutput, texts: &mut Vec<String>, depth:
 fn item_of(item: &Value, out: &mut ToolOutput, texts: &mut Vec<String>) {
     let kind = item.get("type").and_then(Value::as_str);
     match kind {
-        Some("input_text" | "output_text" | "text") => texts.push(
-            item.get("text")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
-        ),
+        Some("input_text" | "output_text" | "text") => {
+            let text = item.get("text").and_then(Value::as_str).unwrap_or("");
+            // Code mode prints a nested tool's result as JSON: a command
+            // that failed in the script is a failure of the call.
+            if let Some(code) = nested_exit_code(text) {
+                if code != 0 {
+                    out.failed = true;
+                }
+                out.exit_code = out.exit_code.filter(|c| *c != 0).or(Some(code));
+            }
+            texts.push(text.to_string());
+        }
         Some("input_image" | "image") => {
             let url = item
                 .get("image_url")
@@ -106,6 +116,29 @@ fn item_of(item: &Value, out: &mut ToolOutput, texts: &mut Vec<String>) {
         }
         _ => out.rich.push(item.clone()),
     }
+}
+
+/// Whether a code-mode output's header (its first text item: `Script
+/// completed`, `Script failed`, `Script terminated`, `Script running…`,
+/// then the wall time) says the script did not complete.
+fn script_failed(header: &str) -> bool {
+    matches!(
+        header.lines().next().map(str::trim),
+        Some("Script failed" | "Script terminated")
+    )
+}
+
+/// The `exit_code` of a text item that is a JSON object (a nested tool's
+/// result, printed by a code-mode script).
+fn nested_exit_code(text: &str) -> Option<i64> {
+    let trimmed = text.trim();
+    if !trimmed.starts_with('{') {
+        return None;
+    }
+    serde_json::from_str::<Value>(trimmed)
+        .ok()?
+        .get("exit_code")?
+        .as_i64()
 }
 
 /// The exit code said in an output's text: `Process exited with code N`
@@ -149,5 +182,30 @@ mod tests {
             &json!({"content": [{"type": "text", "text": "x"}], "isError": true}),
         ));
         assert!(o.failed);
+    }
+
+    #[test]
+    fn code_mode_failures_are_failures() {
+        // The shapes of codex-rs/core/src/tools/code_mode: a header item,
+        // the script's output, `Script error:` when it threw.
+        let failed = json!([
+            {"type": "input_text", "text": "Script failed\nWall time 0.2 seconds\nOutput:\n"},
+            {"type": "input_text", "text": "Script error:\nReferenceError: x is not defined"}
+        ]);
+        assert!(parse(Some(&failed)).failed);
+        let completed = json!([
+            {"type": "input_text", "text": "Script completed\nWall time 0.1 seconds\nOutput:\n"},
+            {"type": "input_text", "text": "done"}
+        ]);
+        assert!(!parse(Some(&completed)).failed);
+        let nested = json!([
+            {"type": "input_text", "text": "Script completed\nWall time 0.1 seconds\nOutput:\n"},
+            {"type": "input_text", "text": "{\"exit_code\": 2, \"output\": \"no such file\"}"}
+        ]);
+        let o = parse(Some(&nested));
+        assert!(o.failed);
+        assert_eq!(o.exit_code, Some(2));
+        // A plain string that happens to begin so is not code mode.
+        assert!(!parse(Some(&json!("Script failed\nis a phrase"))).failed);
     }
 }

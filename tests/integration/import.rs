@@ -863,3 +863,134 @@ fn a_source_without_a_working_directory_gets_the_project_it_was_imported_into() 
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("`context.workingDir` is empty"), "{said}");
 }
+
+/// The threads of `repo` by id, as `thread.json` values.
+fn threads_by_id(repo: &Path) -> BTreeMap<String, serde_json::Value> {
+    std::fs::read_dir(repo.join(".agent/threads"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .map(|p| {
+            let meta = read_json(&p.join("thread.json"));
+            (meta["threadId"].as_str().unwrap().to_string(), meta)
+        })
+        .collect()
+}
+
+#[test]
+fn opencode_1_18_sessions_import_from_its_database_and_its_exports() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let db = fixtures().join("opencode/1.18/opencode.db");
+    let summary = import_as(&sb, &repo, "opencode", &[db.to_str().unwrap()]);
+    assert_eq!(summary["threads"].as_array().unwrap().len(), 4, "{summary}");
+    let threads = threads_by_id(&repo);
+    let first = "opencode-ses_df07be418ffefMd9hDJw4Z9ZNj";
+    let sub = &threads["opencode-ses_df07aa8f3ffe7ZFgfwPPJuPtqX"];
+    assert_eq!(
+        sub["mainThreadID"],
+        "opencode-ses_df07ab4e1ffeI5ovfpl8J2LSpQ"
+    );
+    assert_eq!(threads[first]["agent"]["version"], "1.18.33");
+    // Every prompt, reply, reasoning and tool call of the recording.
+    let log = message_lines(&repo.join(".agent/threads").join(first));
+    let users: Vec<&str> = log
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"][0]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        users,
+        [
+            "\"Run a shell command, read two files and write notes\"",
+            "\"And a plain question\"",
+            "\"One more, a minute later\""
+        ]
+    );
+    let calls: Vec<(String, String)> = log
+        .iter()
+        .flat_map(|m| m["toolCalls"].as_array().cloned().unwrap_or_default())
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("bash".into(), "completed".into()),
+            ("read".into(), "failed".into()),
+            ("read".into(), "completed".into()),
+            ("write".into(), "completed".into()),
+        ]
+    );
+    let thinking = log
+        .iter()
+        .filter(|m| {
+            m["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|b| b["type"] == "thinking")
+        })
+        .count();
+    assert_eq!(thinking, 6, "each reply's reasoning");
+    assert_eq!(log.last().unwrap()["tokens"]["cache"]["read"], 400);
+    ok(sb
+        .grove(&repo)
+        .args(["validate", repo.join(".agent/threads").to_str().unwrap()]));
+
+    // Again, and from `opencode export`: not a byte changes.
+    let before = snapshot(&repo.join(".agent/threads"));
+    import_as(&sb, &repo, "opencode", &[db.to_str().unwrap()]);
+    let export = fixtures().join("opencode/1.18/export.json");
+    let again = import_as(&sb, &repo, "opencode", &[export.to_str().unwrap()]);
+    assert_eq!(again["threads"][0]["threadId"], first);
+    assert_eq!(snapshot(&repo.join(".agent/threads")), before);
+
+    // An export alone makes the same thread.
+    let other = sb.repo("other");
+    import_as(&sb, &other, "opencode", &[export.to_str().unwrap()]);
+    let exported = message_lines(&other.join(".agent/threads").join(first));
+    assert_eq!(exported.len(), log.len());
+}
+
+#[test]
+fn opencode_s_database_is_read_while_opencode_holds_it_open() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let data = sb.dir("opencode");
+    std::fs::copy(
+        fixtures().join("opencode/1.18/opencode.db"),
+        data.join("opencode.db"),
+    )
+    .unwrap();
+    // A writer in WAL mode with an open write transaction, as OpenCode is
+    // while a turn runs.
+    let writer = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sqlite3,sys,time\n\
+             c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA journal_mode=WAL')\n\
+             c.execute('BEGIN IMMEDIATE'); c.execute(\"UPDATE session SET title=title\")\n\
+             print('held', flush=True); time.sleep(3); c.commit()",
+            data.join("opencode.db").to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut writer = writer;
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(writer.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "held");
+    // The data directory is found by its opencode.db.
+    let summary = import_as(&sb, &repo, "opencode", &[data.to_str().unwrap()]);
+    assert_eq!(summary["threads"].as_array().unwrap().len(), 4, "{summary}");
+    writer.wait().unwrap();
+}

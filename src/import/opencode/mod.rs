@@ -1,8 +1,17 @@
-//! OpenCode's sessions (`~/.local/share/opencode/storage/`): one file per
-//! session (`session/<project>/<session>.json`), per message
-//! (`message/<session>/<message>.json`) and per part of a message
-//! (`part/<message>/<part>.json`).
+//! OpenCode's sessions, from wherever OpenCode keeps them:
 //!
+//! - OpenCode 1.18 and later: one SQLite database,
+//!   `~/.local/share/opencode/opencode.db` (`session`, `message` and `part`
+//!   rows; [`db`]), read only and safely while OpenCode writes it;
+//! - `opencode export <id>`: one JSON file, `{info, messages: [{info,
+//!   parts}]}` ([`export`]);
+//! - older versions: `storage/`, a file per session
+//!   (`session/<project>/<session>.json`), per message
+//!   (`message/<session>/<message>.json`) and per part
+//!   (`part/<message>/<part>.json`) ([`storage`]).
+//!
+//! All three hold the same records, read into a [`Session`] and mapped
+//! here:
 //! - A user message's `text` parts are its prompt (`synthetic` ones — text
 //!   OpenCode added, such as an attached file — are kept as such), `file`
 //!   parts images (stored as assets) or kept whole.
@@ -17,15 +26,19 @@
 //! Message ids are OpenCode's, so importing again appends only new
 //! messages; a tool stored while running gets its result as a completion.
 
+mod db;
+mod export;
+mod storage;
+
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::{ImportedThread, Summary, defer_pending_tail, first_prompt, is_live};
+use super::{ImportedThread, Summary, defer_pending_tail, first_prompt};
 use crate::atsf::{
     self, ContentBlock, Context, Extra, Message, Role, Tokens, ToolCall, ToolStatus,
 };
-use crate::error::{IoContext, Result};
+use crate::error::Result;
 
 /// OpenCode, as a [`super::Format`].
 pub struct OpenCode;
@@ -35,36 +48,25 @@ impl super::Format for OpenCode {
         "opencode"
     }
     fn about(&self) -> &'static str {
-        "OpenCode sessions (~/.local/share/opencode/storage: session, message and part files)"
+        "OpenCode sessions (~/.local/share/opencode: opencode.db, `opencode export` files, the older storage/)"
     }
     fn layout(&self) -> &'static str {
-        "OpenCode's storage directory (holding session/, message/ and part/), its data directory, \
-         a session/<project> directory, or one session/<project>/<session>.json"
+        "OpenCode's data directory (holding opencode.db or storage/), an opencode.db, a file \
+         `opencode export <id>` wrote, or (older versions) the storage directory, a \
+         session/<project> directory or one session/<project>/<session>.json"
     }
     fn sources(&self, path: &Path) -> Result<Vec<PathBuf>> {
-        let sessions = [path.join("storage/session"), path.join("session")]
+        if path.is_file() {
+            return Ok(match Kind::of(path) {
+                Some(_) => vec![path.to_path_buf()],
+                None => Vec::new(),
+            });
+        }
+        let mut out: Vec<PathBuf> = [path.join("opencode.db")]
             .into_iter()
-            .find(|d| d.is_dir())
-            .unwrap_or_else(|| path.to_path_buf());
-        let mut out = Vec::new();
-        if sessions.is_file() {
-            if storage_of(&sessions).is_some() {
-                out.push(sessions);
-            }
-            return Ok(out);
-        }
-        let mut stack = vec![sessions];
-        while let Some(dir) = stack.pop() {
-            for entry in std::fs::read_dir(&dir).ctx("listing", &dir)? {
-                let p = entry.ctx("listing", &dir)?.path();
-                if p.is_dir() {
-                    stack.push(p);
-                } else if p.extension().is_some_and(|e| e == "json") && storage_of(&p).is_some() {
-                    out.push(p);
-                }
-            }
-        }
-        out.sort();
+            .filter(|db| Kind::of(db) == Some(Kind::Database))
+            .collect();
+        out.extend(storage::sources(path)?);
         Ok(out)
     }
     fn import(
@@ -73,22 +75,52 @@ impl super::Format for OpenCode {
         _from: Option<&super::Resume>,
         out: &mut super::Output,
     ) -> Result<Option<super::Resume>> {
-        super::write_all(out, |summary| import_session(source, summary))
+        super::write_all(out, |summary| {
+            let sessions = match Kind::of(source) {
+                Some(Kind::Database) => db::sessions(source, summary)?,
+                Some(Kind::Export) => export::session(source, summary)?.into_iter().collect(),
+                Some(Kind::Storage) => storage::session(source, summary)?.into_iter().collect(),
+                None => Vec::new(),
+            };
+            Ok(sessions
+                .into_iter()
+                .filter_map(|s| build(s, source, summary))
+                .collect::<Vec<_>>())
+        })
     }
 }
 
-/// The storage directory of a session file `<storage>/session/<project>/<id>.json`.
-fn storage_of(session: &Path) -> Option<PathBuf> {
-    let project = session.parent()?;
-    let sessions = project.parent()?;
-    if sessions.file_name()? != "session" {
-        return None;
+/// What a source of OpenCode's is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Database,
+    Export,
+    Storage,
+}
+
+impl Kind {
+    fn of(path: &Path) -> Option<Kind> {
+        if db::is_database(path) {
+            return Some(Kind::Database);
+        }
+        if export::is_export(path) {
+            return Some(Kind::Export);
+        }
+        storage::storage_of(path).map(|_| Kind::Storage)
     }
-    let storage = sessions.parent()?;
-    storage
-        .join("message")
-        .is_dir()
-        .then(|| storage.to_path_buf())
+}
+
+/// One of OpenCode's JSON records (a session, a message, a part).
+type Record = Map<String, Value>;
+
+/// One session as OpenCode keeps it: its own record, then each message's
+/// record with its parts, in the order they were made.
+pub(super) struct Session {
+    info: Record,
+    messages: Vec<(Record, Vec<Record>)>,
+    /// Whether the session may still be running (its last reply may wait
+    /// for tool results).
+    live: bool,
 }
 
 fn s(o: &Map<String, Value>, k: &str) -> Option<String> {
@@ -104,72 +136,38 @@ fn millis(v: Option<&Value>) -> Option<String> {
     atsf::normalize_timestamp(&ts.to_string()).ok()
 }
 
-/// The JSON objects in `dir`, each with its path; a malformed one is named
-/// in the summary and left out.
-fn objects(dir: &Path, kind: &str, summary: &mut Summary) -> Result<Vec<Map<String, Value>>> {
-    let mut out = Vec::new();
-    if !dir.is_dir() {
-        return Ok(out);
-    }
-    for file in super::json_files(dir)? {
-        if let Some(o) = super::read_object(&file, kind, summary)? {
-            out.push(o);
-        }
-    }
-    Ok(out)
-}
-
-/// Imports one session with its messages and their parts.
-pub fn import_session(path: &Path, summary: &mut Summary) -> Result<Option<ImportedThread>> {
-    let Some(storage) = storage_of(path) else {
-        return Ok(None);
-    };
-    let Some(info) = super::read_object(path, "session", summary)? else {
-        return Ok(None);
-    };
-    let Some(session) = s(&info, "id") else {
-        summary.errors.push(format!("{}: no `id`", path.display()));
+/// The thread of one session read from `source`.
+fn build(session: Session, source: &Path, summary: &mut Summary) -> Option<ImportedThread> {
+    let Session {
+        info,
+        messages: records,
+        live,
+    } = session;
+    let Some(id) = s(&info, "id") else {
+        summary
+            .errors
+            .push(format!("{}: a session without `id`", source.display()));
         summary.skip("session", "no id".into());
-        return Ok(None);
+        return None;
     };
-    let mut records = objects(&storage.join("message").join(&session), "message", summary)?;
-    // OpenCode's ids sort in the order they were made; the time decides first.
-    records.sort_by_key(|m| {
-        (
-            m.get("time")
-                .and_then(|t| t.get("created"))
-                .and_then(Value::as_i64),
-            s(m, "id"),
-        )
-    });
     let created =
         millis(info.get("time").and_then(|t| t.get("created"))).unwrap_or_else(atsf::now_timestamp);
     let mut messages = Vec::new();
     let mut last_time = created.clone();
-    for r in &records {
-        let Some(id) = s(r, "id") else {
+    for (r, parts) in &records {
+        let Some(message_id) = s(r, "id") else {
             summary.skip("message", "no id".into());
             continue;
         };
-        let mut parts = objects(&storage.join("part").join(&id), "part", summary)?;
-        parts.sort_by_key(|p| {
-            (
-                p.get("time")
-                    .and_then(|t| t.get("start"))
-                    .and_then(Value::as_i64),
-                s(p, "id"),
-            )
-        });
         let time = millis(r.get("time").and_then(|t| t.get("created")))
             .unwrap_or_else(|| last_time.clone());
         last_time = time.clone();
-        messages.push(message(id, r, &parts, time, summary));
+        messages.push(message(message_id, r, parts, time, summary));
     }
-    let live = std::fs::metadata(path).is_ok() && is_live(path);
     defer_pending_tail(&mut messages, live, summary);
     let title = s(&info, "title")
         .or_else(|| first_prompt(&messages))
-        .unwrap_or_else(|| format!("OpenCode session {session}"));
+        .unwrap_or_else(|| format!("OpenCode session {id}"));
     let mut meta = crate::threads::new_meta(
         &title,
         "opencode",
@@ -178,7 +176,7 @@ pub fn import_session(path: &Path, summary: &mut Summary) -> Result<Option<Impor
             ..Context::default()
         },
     );
-    meta.thread_id = format!("opencode-{session}");
+    meta.thread_id = format!("opencode-{id}");
     meta.created_at = created.clone();
     meta.updated_at = millis(info.get("time").and_then(|t| t.get("updated"))).unwrap_or(created);
     meta.agent.name = "OpenCode".into();
@@ -188,9 +186,9 @@ pub fn import_session(path: &Path, summary: &mut Summary) -> Result<Option<Impor
         .insert("opencode".into(), Value::Object(info.clone()));
     meta.metadata_mut().insert(
         "import".into(),
-        json!({"format": "opencode", "source": path, "sourceId": session}),
+        json!({"format": "opencode", "source": source, "sourceId": id}),
     );
-    Ok(Some(ImportedThread { meta, messages }))
+    Some(ImportedThread { meta, messages })
 }
 
 /// One message and its parts.

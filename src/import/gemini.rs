@@ -57,6 +57,7 @@ impl super::Format for Gemini {
                 } else if (name.starts_with("session-")
                     && (name.ends_with(".json") || name.ends_with(".jsonl")))
                     || (name.starts_with("checkpoint-") && name.ends_with(".json"))
+                    || subagent_parent(&p).is_some()
                 {
                     out.push(p);
                 }
@@ -85,10 +86,27 @@ pub fn import_file(path: &Path, summary: &mut Summary) -> Result<Option<Imported
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     if name.ends_with(".jsonl") {
-        let Some((meta, records)) = read_lines(path, summary)? else {
+        let Some(log) = read_lines(path, summary)? else {
             return Ok(None);
         };
-        return Ok(Some(session(path, &meta, &records, summary)));
+        if !log.has_own_messages {
+            // A resume in a later minute leaves a file of the session's id
+            // holding only its context: it names no conversation, and never
+            // renames or re-dates the thread the real file makes.
+            summary.skip(
+                "session",
+                "a file holding no message of its own (Gemini leaves one when a session resumes)"
+                    .into(),
+            );
+            return Ok(None);
+        }
+        let mut thread = session(path, &log.meta, &log.records, summary);
+        if let Some(first) = log.earliest.filter(|e| *e < thread.meta.created_at) {
+            thread.meta.created_at = first;
+        }
+        join_results(&mut thread.messages, &log.results, summary);
+        keep_superseded(&mut thread, log.superseded);
+        return Ok(Some(thread));
     }
     let Some(doc) = read_json(path, summary)? else {
         return Ok(None);
@@ -130,18 +148,99 @@ fn read_json(path: &Path, summary: &mut Summary) -> Result<Option<Value>> {
     }
 }
 
-/// A JSON Lines session: its metadata (the first line, updated by later
-/// metadata lines) and its messages, the last version of each, in the order
-/// they first appeared.
-#[allow(clippy::type_complexity)]
-fn read_lines(
-    path: &Path,
-    summary: &mut Summary,
-) -> Result<Option<(Map<String, Value>, Vec<Map<String, Value>>)>> {
+/// A JSON Lines session as Gemini CLI's recording service writes it, read
+/// as Gemini reads it back: a metadata line (again at each resume), message
+/// records (one written again, whole, each time its tool calls, results or
+/// tokens change: the last version counts), `{"$set": {…}}` patches of the
+/// metadata (`messages` replaces the conversation: at the start, at a
+/// resume, after a compression) and `{"$rewindTo": id}` (that message and
+/// those after it are dropped).
+struct Log {
+    meta: Map<String, Value>,
+    /// The conversation at the end, in order.
+    records: Vec<Map<String, Value>>,
+    /// Tool results Gemini writes again as records of their own (and lists
+    /// in a resumed conversation): by call id, to join the call they answer.
+    results: HashMap<String, Value>,
+    /// Messages the conversation dropped (a rewind, a compression), as they
+    /// were last written.
+    superseded: Vec<Map<String, Value>>,
+    /// Whether any message was written as a line of its own (not only
+    /// listed by a `$set`).
+    has_own_messages: bool,
+    /// When the first message was first written.
+    earliest: Option<String>,
+}
+
+/// The conversation as the lines so far make it.
+#[derive(Default)]
+struct Conversation {
+    /// Message ids in order.
+    order: Vec<String>,
+    /// Each id's last version.
+    latest: HashMap<String, Map<String, Value>>,
+    /// Every id ever met, in the order first met.
+    seen: Vec<String>,
+    results: HashMap<String, Value>,
+    /// The earliest time a message was written (a resume writes the
+    /// session's context again, later).
+    earliest: Option<String>,
+}
+
+impl Conversation {
+    /// A message record (a tool-result record goes to the results).
+    fn add(&mut self, r: Map<String, Value>) {
+        if tool_results(&r, &mut self.results) {
+            return;
+        }
+        let Some(id) = s(&r, "id") else { return };
+        if let Some(t) = s(&r, "timestamp").and_then(|t| atsf::normalize_timestamp(&t).ok())
+            && self.earliest.as_ref().is_none_or(|e| t < *e)
+        {
+            self.earliest = Some(t);
+        }
+        if !self.latest.contains_key(&id) {
+            self.seen.push(id.clone());
+        }
+        if !self.order.contains(&id) {
+            self.order.push(id.clone());
+        }
+        self.latest.insert(id, r);
+    }
+
+    /// `$rewindTo`: that message and those after it go (all of them when
+    /// the id is unknown, as Gemini does).
+    fn rewind(&mut self, target: Option<&str>) {
+        let at = target
+            .and_then(|t| self.order.iter().position(|id| id == t))
+            .unwrap_or(0);
+        self.order.truncate(at);
+    }
+
+    /// `$set.messages`: the conversation is this list now. A message the
+    /// lines already wrote keeps its own last version: the list restates the
+    /// history as the model is given it (calls without their results,
+    /// results as user records under the call's id).
+    fn replace(&mut self, list: &[Value]) {
+        self.order.clear();
+        for m in list.iter().filter_map(Value::as_object) {
+            match s(m, "id").filter(|id| self.latest.contains_key(id)) {
+                Some(id) if !is_tool_result_record(m) => {
+                    if !self.order.contains(&id) {
+                        self.order.push(id);
+                    }
+                }
+                _ => self.add(m.clone()),
+            }
+        }
+    }
+}
+
+fn read_lines(path: &Path, summary: &mut Summary) -> Result<Option<Log>> {
     let text = std::fs::read(path).ctx("reading", path)?;
     let mut meta = Map::new();
-    let mut order: Vec<String> = Vec::new();
-    let mut latest: HashMap<String, Map<String, Value>> = HashMap::new();
+    let mut chat = Conversation::default();
+    let mut has_own_messages = false;
     for (i, line) in text.split(|&b| b == b'\n').enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
@@ -153,29 +252,142 @@ fn read_lines(
             summary.skip("malformed", "a line that is not a JSON object".into());
             continue;
         };
-        match (o.get("type"), o.get("id").and_then(Value::as_str)) {
-            (Some(_), Some(id)) => {
-                if !latest.contains_key(id) {
-                    order.push(id.to_string());
-                } else {
-                    summary.skip(
-                        "message",
-                        "written again as it changed: the last version is kept".into(),
-                    );
-                }
-                latest.insert(id.to_string(), o);
+        if o.contains_key("type") && o.contains_key("id") {
+            has_own_messages |= !is_tool_result_record(&o);
+            if s(&o, "id").is_some_and(|id| chat.latest.contains_key(&id)) {
+                summary.skip(
+                    "message",
+                    "written again as it changed: the last version is kept".into(),
+                );
             }
-            _ => meta.extend(o),
+            chat.add(o);
+        } else if let Some(target) = o.get("$rewindTo") {
+            chat.rewind(target.as_str());
+            summary.count("$rewindTo").mapped += 1;
+        } else if let Some(Value::Object(patch)) = o.get("$set") {
+            for (k, v) in patch {
+                match (k.as_str(), v) {
+                    ("messages", Value::Array(list)) => chat.replace(list),
+                    _ => {
+                        meta.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+            summary.count("$set").mapped += 1;
+        } else {
+            // A metadata line: the first one says when the session began.
+            for (k, v) in o {
+                if k == "startTime" && meta.contains_key("startTime") {
+                    continue;
+                }
+                meta.insert(k, v);
+            }
         }
     }
-    if meta.is_empty() && order.is_empty() {
+    if meta.is_empty() && chat.order.is_empty() {
         return Ok(None);
     }
+    let Conversation {
+        order,
+        mut latest,
+        seen,
+        results,
+        earliest,
+    } = chat;
+    let superseded = seen
+        .iter()
+        .filter(|id| !order.contains(id))
+        .filter_map(|id| latest.get(id).cloned())
+        .collect();
     let records = order
         .into_iter()
         .filter_map(|id| latest.remove(&id))
         .collect();
-    Ok(Some((meta, records)))
+    Ok(Some(Log {
+        meta,
+        records,
+        results,
+        superseded,
+        has_own_messages,
+        earliest,
+    }))
+}
+
+/// Whether `r` is a user record holding only tool results (Gemini writes
+/// each result again so, after the call that holds it).
+fn is_tool_result_record(r: &Map<String, Value>) -> bool {
+    s(r, "type").as_deref() == Some("user")
+        && r.get("content")
+            .and_then(Value::as_array)
+            .is_some_and(|parts| {
+                !parts.is_empty() && parts.iter().all(|p| p.get("functionResponse").is_some())
+            })
+}
+
+/// Takes the results of a tool-result record into `results` (by call id);
+/// whether `r` was one.
+fn tool_results(r: &Map<String, Value>, results: &mut HashMap<String, Value>) -> bool {
+    if !is_tool_result_record(r) {
+        return false;
+    }
+    for part in r
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(id) = part
+            .get("functionResponse")
+            .and_then(|f| f.get("id"))
+            .and_then(Value::as_str)
+        {
+            results.insert(id.to_string(), part.clone());
+        }
+    }
+    true
+}
+
+/// Gives each call without a result the one Gemini wrote apart; the others
+/// are counted as joined (their call holds them already).
+fn join_results(messages: &mut [Message], results: &HashMap<String, Value>, summary: &mut Summary) {
+    for m in messages.iter_mut() {
+        for call in m.tool_calls.iter_mut().flatten() {
+            let Some(part) = results.get(&call.tool_call_id) else {
+                continue;
+            };
+            if call.output.is_none() {
+                let response = part.get("functionResponse").and_then(|f| f.get("response"));
+                let output = match response.and_then(|r| r.get("output").or_else(|| r.get("error")))
+                {
+                    Some(Value::String(t)) => t.clone(),
+                    Some(other) => other.to_string(),
+                    None => response.map(Value::to_string).unwrap_or_default(),
+                };
+                if response.is_some_and(|r| r.get("error").is_some()) {
+                    call.status = ToolStatus::Failed;
+                } else if matches!(call.status, ToolStatus::Pending | ToolStatus::Running) {
+                    call.status = ToolStatus::Completed;
+                }
+                call.output = Some(output);
+            }
+        }
+    }
+    summary.count("tool result").joined += results.len() as u64;
+}
+
+/// Records the messages Gemini dropped from the conversation on the thread
+/// (`metadata.gemini.superseded`), so that a rewind or a compression loses
+/// nothing.
+fn keep_superseded(thread: &mut ImportedThread, superseded: Vec<Map<String, Value>>) {
+    if superseded.is_empty() {
+        return;
+    }
+    if let Some(Value::Object(g)) = thread.meta.metadata_mut().get_mut("gemini") {
+        g.insert(
+            "superseded".into(),
+            Value::Array(superseded.into_iter().map(Value::Object).collect()),
+        );
+    }
 }
 
 fn s(o: &Map<String, Value>, k: &str) -> Option<String> {
@@ -197,7 +409,12 @@ fn session(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let session_id = s(meta, "sessionId").unwrap_or(stem);
-    let created = s(meta, "startTime")
+    // The thread began with its first record (a resume's metadata line
+    // comes later); the session's start time when it has none.
+    let created = records
+        .first()
+        .and_then(|r| s(r, "timestamp"))
+        .or_else(|| s(meta, "startTime"))
         .and_then(|t| atsf::normalize_timestamp(&t).ok())
         .unwrap_or_else(atsf::now_timestamp);
     let mut messages = Vec::new();
@@ -211,6 +428,7 @@ fn session(
         messages.push(m);
     }
     let live = is_live(path);
+    defer_unfinished_reply(&mut messages, live, summary);
     defer_pending_tail(&mut messages, live, summary);
     let title = s(meta, "summary")
         .map(|t| crate::threads::title_from_prompt(&t))
@@ -221,8 +439,9 @@ fn session(
                 session_id.chars().take(8).collect::<String>()
             )
         });
-    let mut thread = crate::threads::new_meta(&title, "gemini-cli", context(path));
+    let mut thread = crate::threads::new_meta(&title, "gemini-cli", context(path, meta));
     thread.thread_id = format!("gemini-{session_id}");
+    thread.main_thread_id = subagent_parent(path).map(|parent| format!("gemini-{parent}"));
     thread.created_at = created.clone();
     thread.updated_at = s(meta, "lastUpdated")
         .and_then(|t| atsf::normalize_timestamp(&t).ok())
@@ -244,20 +463,24 @@ fn session(
 }
 
 /// The project's directory: `.project_root` in the project's folder of
-/// `~/.gemini/tmp/` (the chat's parent's parent).
-fn context(path: &Path) -> Context {
+/// `~/.gemini/tmp/` (the chat's parent's parent; for a subagent's chat, one
+/// level up), else the first of the session's `directories`.
+fn context(path: &Path, meta: &Map<String, Value>) -> Context {
     let root = path
-        .parent()
-        .and_then(|chats| {
-            [
-                chats.join(".project_root"),
-                chats.parent()?.join(".project_root"),
-            ]
-            .into_iter()
-            .find(|p| p.is_file())
-        })
+        .ancestors()
+        .skip(1)
+        .take(3)
+        .map(|dir| dir.join(".project_root"))
+        .find(|p| p.is_file())
         .and_then(|p| std::fs::read_to_string(p).ok())
         .map(|t| t.trim().to_string())
+        .or_else(|| {
+            meta.get("directories")?
+                .as_array()?
+                .first()?
+                .as_str()
+                .map(str::to_string)
+        })
         .filter(|t| Path::new(t).is_absolute());
     Context {
         working_dir: root.unwrap_or_default(),
@@ -265,10 +488,47 @@ fn context(path: &Path) -> Context {
     }
 }
 
+/// The parent session of a subagent's chat, `chats/<parent session>/<id>.jsonl`.
+fn subagent_parent(path: &Path) -> Option<String> {
+    if path.extension()? != "jsonl" {
+        return None;
+    }
+    let dir = path.parent()?;
+    if dir.parent()?.file_name()? != "chats" {
+        return None;
+    }
+    let parent = dir.file_name()?.to_string_lossy().into_owned();
+    uuid::Uuid::parse_str(&parent).is_ok().then_some(parent)
+}
+
+/// A running session's last reply, written before its tool calls (Gemini
+/// writes it again, whole, once they are there): left for the next import,
+/// since a message already in the thread is never rewritten.
+fn defer_unfinished_reply(messages: &mut Vec<Message>, live: bool, summary: &mut Summary) {
+    let unfinished = |m: &Message| {
+        m.role == Role::Agent
+            && m.tool_calls.is_none()
+            && m.content
+                .iter()
+                .all(|b| !matches!(b, ContentBlock::Text { text, .. } if !text.trim().is_empty()))
+    };
+    if live && messages.last().is_some_and(unfinished) {
+        messages.pop();
+        summary.skip(
+            "message",
+            "the session's last reply, still without its text or tool calls: the next import takes it"
+                .into(),
+        );
+    }
+}
+
 /// One message record of a session.
 fn record(r: &Map<String, Value>, time: String, summary: &mut Summary) -> Message {
     let kind = s(r, "type").unwrap_or_else(|| "unknown".into());
     let role = match kind.as_str() {
+        // The context Gemini CLI sets up before the first prompt is not
+        // the user's words.
+        "user" if is_session_context(r) => Role::System,
         "user" => Role::User,
         "gemini" | "model" => Role::Agent,
         _ => Role::System,
@@ -343,6 +603,17 @@ fn record(r: &Map<String, Value>, time: String, summary: &mut Summary) -> Messag
     m
 }
 
+/// Whether a user record is the `<session_context>` Gemini CLI opens each
+/// conversation with.
+fn is_session_context(r: &Map<String, Value>) -> bool {
+    let first = match r.get("content") {
+        Some(Value::String(t)) => Some(t.as_str()),
+        Some(Value::Array(parts)) => parts.first().and_then(|p| p.get("text")?.as_str()),
+        _ => None,
+    };
+    first.is_some_and(|t| t.trim_start().starts_with("<session_context>"))
+}
+
 /// Content: a string, or Gemini parts (`text`, `inlineData`, `fileData`, …).
 fn parts(v: Option<&Value>) -> Vec<ContentBlock> {
     match v {
@@ -371,7 +642,12 @@ fn part(p: &Value) -> Option<ContentBlock> {
             extra: Extra::new(),
         }));
     }
-    Some(ContentBlock::Unknown(o.clone()))
+    // Any other part (`fileData`, `functionCall`…) is kept as it is, typed
+    // by its own key so that it stays a valid block.
+    let mut block = o.clone();
+    let kind = o.keys().next().cloned().unwrap_or_else(|| "part".into());
+    block.insert("type".into(), Value::from(format!("gemini.{kind}")));
+    Some(ContentBlock::Unknown(block))
 }
 
 /// A recorded tool call with its result.
@@ -474,7 +750,7 @@ fn checkpoint(path: &Path, name: &str, history: &[Value], summary: &mut Summary)
         messages.push(m);
     }
     let title = format!("Gemini chat {tag}");
-    let mut meta = crate::threads::new_meta(&title, "gemini-cli", context(path));
+    let mut meta = crate::threads::new_meta(&title, "gemini-cli", context(path, &Map::new()));
     meta.thread_id = id.clone();
     meta.created_at = created.clone();
     meta.updated_at = created;

@@ -994,3 +994,153 @@ fn opencode_s_database_is_read_while_opencode_holds_it_open() {
     assert_eq!(summary["threads"].as_array().unwrap().len(), 4, "{summary}");
     writer.wait().unwrap();
 }
+
+/// `(name, status)` of every tool call in a thread's log.
+fn calls_of(log: &[serde_json::Value]) -> Vec<(String, String)> {
+    log.iter()
+        .flat_map(|m| m["toolCalls"].as_array().cloned().unwrap_or_default())
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn gemini_0_61_sessions_import_as_gemini_means_them() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let resumed = fixtures().join("gemini/0.61/resumed/chats");
+    import_as(&sb, &repo, "gemini", &[resumed.to_str().unwrap()]);
+    let threads = threads_by_id(&repo);
+    // One thread for the session, whichever of its two files is read: the
+    // resume's leftover (context only) neither renames nor re-dates it.
+    assert_eq!(threads.len(), 1, "{:?}", threads.keys());
+    let id = "gemini-1a37dea9-3a52-480b-8975-a5a4cb4ed399";
+    let meta = &threads[id];
+    assert_eq!(
+        meta["title"],
+        "Run a shell command, read two files and write notes"
+    );
+    assert_eq!(
+        meta["createdAt"], "2026-11-24T21:53:20.691Z",
+        "its first record"
+    );
+    assert!(meta["metadata"]["gemini"].get("$set").is_none(), "{meta}");
+    let log = message_lines(&repo.join(".agent/threads").join(id));
+    let roles: Vec<&str> = log.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    // The session's context, three prompts, six replies: no tool result
+    // became a user message.
+    assert_eq!(
+        roles,
+        [
+            "system", "user", "agent", "agent", "agent", "agent", "user", "agent", "user", "agent"
+        ]
+    );
+    assert_eq!(
+        calls_of(&log),
+        [
+            ("run_shell_command".into(), "completed".into()),
+            ("read_file".into(), "failed".into()),
+            ("read_file".into(), "completed".into()),
+            ("write_file".into(), "completed".into()),
+        ]
+    );
+    let out = run(sb
+        .grove(&repo)
+        .args(["validate", repo.join(".agent/threads").to_str().unwrap()]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    // The subagent's chat is found and linked to its parent.
+    let later = fixtures().join("gemini/0.61/later/chats");
+    import_as(&sb, &repo, "gemini", &[later.to_str().unwrap()]);
+    let threads = threads_by_id(&repo);
+    let sub = &threads["gemini-43ac7af6-6aa8-44f3-8cc0-394305f4dd36"];
+    assert_eq!(
+        sub["mainThreadID"],
+        "gemini-42733a2f-a6f9-492a-9100-15c781f42206"
+    );
+    assert_eq!(sub["context"]["workingDir"], "/tmp/gm-rec.jWI9/proj");
+    // Again: not a byte changes.
+    let before = snapshot(&repo.join(".agent/threads"));
+    import_as(
+        &sb,
+        &repo,
+        "gemini",
+        &[resumed.to_str().unwrap(), later.to_str().unwrap()],
+    );
+    assert_eq!(snapshot(&repo.join(".agent/threads")), before);
+}
+
+#[test]
+fn gemini_imported_after_every_line_ends_with_every_tool_call_complete() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let source =
+        fixtures().join("gemini/0.61/resumed/chats/session-2026-11-24T21-53-1a37dea9.jsonl");
+    let chats = sb.dir("gemini/tmp/app/chats");
+    let growing = chats.join("session-2026-11-24T21-53-1a37dea9.jsonl");
+    let mut written = String::new();
+    // As a capture after each line Gemini writes would (the file is live).
+    for line in std::fs::read_to_string(&source).unwrap().lines() {
+        written.push_str(line);
+        written.push('\n');
+        std::fs::write(&growing, &written).unwrap();
+        import_as(&sb, &repo, "gemini", &[growing.to_str().unwrap()]);
+    }
+    let log =
+        message_lines(&repo.join(".agent/threads/gemini-1a37dea9-3a52-480b-8975-a5a4cb4ed399"));
+    assert_eq!(
+        calls_of(&log),
+        [
+            ("run_shell_command".into(), "completed".into()),
+            ("read_file".into(), "failed".into()),
+            ("read_file".into(), "completed".into()),
+            ("write_file".into(), "completed".into()),
+        ]
+    );
+    assert_eq!(log.len(), 10);
+}
+
+#[test]
+fn gemini_rewinds_and_replaced_conversations_keep_what_they_dropped() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let chats = sb.dir("gemini/tmp/app/chats");
+    let file = chats.join("session-2026-11-24T10-00-aaaaaaaa.jsonl");
+    let line = |id: &str, kind: &str, text: &str| {
+        serde_json::json!({"id": id, "timestamp": "2026-11-24T10:00:00.000Z", "type": kind,
+            "content": [{"text": text}]})
+        .to_string()
+    };
+    let lines = [
+        serde_json::json!({"sessionId": "aaaaaaaa-0000-4000-8000-000000000001",
+            "startTime": "2026-11-24T10:00:00.000Z", "kind": "main"})
+        .to_string(),
+        line("u1", "user", "first"),
+        line("g1", "gemini", "reply"),
+        line("u2", "user", "second"),
+        serde_json::json!({"$rewindTo": "u2"}).to_string(),
+        line("u3", "user", "instead"),
+        line("g3", "gemini", "better"),
+    ];
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    import_as(&sb, &repo, "gemini", &[file.to_str().unwrap()]);
+    let dir = repo.join(".agent/threads/gemini-aaaaaaaa-0000-4000-8000-000000000001");
+    let texts: Vec<String> = message_lines(&dir)
+        .iter()
+        .map(|m| m["content"][0]["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(texts, ["first", "reply", "instead", "better"]);
+    let meta = read_json(&dir.join("thread.json"));
+    assert_eq!(
+        meta["metadata"]["gemini"]["superseded"][0]["id"], "u2",
+        "{meta}"
+    );
+}

@@ -22,8 +22,8 @@ pub struct Args {
     format: String,
 
     /// Session files or directories, as the format lays them out; `-` reads
-    /// one source from stdin.
-    #[arg(required = true)]
+    /// one source from stdin. None: the agent's own store on this machine
+    /// (claude, codex, gemini, opencode), this project's sessions only.
     paths: Vec<PathBuf>,
 
     /// Append the imported conversation to this existing thread (one session only).
@@ -52,14 +52,33 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let project = Project::discover(cwd)?;
     let format = import::format(&args.format)
         .ok_or_else(|| super::UsageError(format!("no format {:?}", args.format)))?;
+    let worktrees = worktree_roots(&project);
+    let by_default = args.paths.is_empty();
     let destination = match (&args.into, &args.worktree) {
         (Some(query), _) => Destination::Into(grove::discovery::find_thread(&project, query)?),
         (None, Some(w)) => Destination::Root(cwd.join(w)),
         (None, None) => Destination::Route {
             default: project.root.clone(),
-            worktrees: worktree_roots(&project),
+            worktrees: worktrees.clone(),
+            only_these: by_default,
         },
     };
+    if by_default {
+        let mut roots = worktrees;
+        roots.push(project.root.clone());
+        let found = format.default_paths(&roots);
+        if found.is_empty() {
+            return Err(super::UsageError(format!(
+                "give the path of what to import: grove finds no store of {} here by default \
+                 ({})",
+                format.name(),
+                format.layout()
+            ))
+            .into());
+        }
+        let mut summary = import::run(format, &found, &destination)?;
+        return finish(&project, &mut summary, args.json, out);
+    }
     // `-`: the source comes on stdin (`amp threads export T-… | grove import amp -`).
     let stdin_copy = if args.paths.iter().any(|p| p.as_os_str() == "-") {
         Some(read_stdin()?)
@@ -76,8 +95,18 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         .collect();
     let mut summary = import::run(format, &paths, &destination)?;
     drop(stdin_copy);
-    cache_worktree_threads(&project, &mut summary);
-    report(&summary, args.json, out)?;
+    finish(&project, &mut summary, args.json, out)
+}
+
+/// The threads cached, the summary reported, the exit code.
+fn finish(
+    project: &Project,
+    summary: &mut import::Summary,
+    json: bool,
+    out: &Output,
+) -> anyhow::Result<u8> {
+    cache_worktree_threads(project, summary);
+    report(summary, json, out)?;
     if !summary.complete() {
         out.warn(&format!(
             "{} thing(s) were not imported as they were (named above); the rest was",

@@ -65,6 +65,15 @@ pub trait Format: Sync {
     /// nothing of this format.
     fn sources(&self, path: &Path) -> Result<Vec<PathBuf>>;
 
+    /// Where the agent keeps the sessions run in `roots` (a project's
+    /// worktrees) on this machine, its own variables for its home honoured:
+    /// what `grove import FORMAT` reads when given no path. A place may hold
+    /// other projects' sessions too (the import leaves those out). Empty:
+    /// the format has no such place.
+    fn default_paths(&self, _roots: &[PathBuf]) -> Vec<PathBuf> {
+        Vec::new()
+    }
+
     /// How far a source can be resumed by the next import.
     fn resumable(&self) -> Resumable {
         Resumable::No
@@ -240,6 +249,10 @@ pub enum Destination {
     Route {
         default: PathBuf,
         worktrees: Vec<PathBuf>,
+        /// Leave out the sessions run elsewhere (their working directory in
+        /// none of `worktrees`): an import of an agent's whole store, found
+        /// by default, takes only this project's.
+        only_these: bool,
     },
     /// Every thread into the `.agent/` of this directory.
     Root(PathBuf),
@@ -283,16 +296,27 @@ impl Destination {
     fn root_for(&self, meta: &ThreadMeta) -> Option<PathBuf> {
         match self {
             Destination::Root(root) => Some(root.clone()),
-            Destination::Route { default, worktrees } => {
+            Destination::Route {
+                default,
+                worktrees,
+                only_these,
+            } => {
                 let cwd = Path::new(&meta.context.working_dir);
-                Some(
-                    worktrees
-                        .iter()
-                        .filter(|w| cwd.starts_with(w))
-                        .max_by_key(|w| w.as_os_str().len())
-                        .cloned()
-                        .unwrap_or_else(|| default.clone()),
-                )
+                let within = worktrees
+                    .iter()
+                    .chain(std::iter::once(default))
+                    .filter(|w| cwd.starts_with(w))
+                    .max_by_key(|w| w.as_os_str().len())
+                    .cloned();
+                match within {
+                    Some(root) => Some(root),
+                    // A thread that names no directory (a subagent's) goes
+                    // with the project.
+                    None if !*only_these || meta.context.working_dir.is_empty() => {
+                        Some(default.clone())
+                    }
+                    None => None,
+                }
             }
             Destination::Into(_) => None,
             Destination::Capture(c) => c.root(),
@@ -302,7 +326,9 @@ impl Destination {
     /// Names where threads go, for the cursor of a source.
     fn key(&self) -> Option<String> {
         match self {
-            Destination::Route { default, worktrees } => Some(format!(
+            Destination::Route {
+                default, worktrees, ..
+            } => Some(format!(
                 "route\0{}\0{}",
                 default.display(),
                 worktrees

@@ -266,7 +266,14 @@ impl<'a> Output<'a> {
                 rename_thread_refs(&mut meta, &capture.source_id, capture.thread.id());
                 Store::for_project(&capture.root().unwrap_or_default())
             }
-            other => Store::for_project(&other.root_for(&meta).unwrap_or_default()),
+            other => match other.root_for(&meta) {
+                Some(root) => Store::for_project(&root),
+                None => {
+                    self.summary
+                        .skip("session", "run in another project".into());
+                    return Ok(Slot::Skipped);
+                }
+            },
         };
         safe_thread_id(&mut meta, &self.source, self.summary);
         place_working_dir(&mut meta, &store);

@@ -1144,3 +1144,84 @@ fn gemini_rewinds_and_replaced_conversations_keep_what_they_dropped() {
         "{meta}"
     );
 }
+
+#[test]
+fn gemini_and_opencode_without_a_path_read_the_agents_own_store_for_this_project() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    // Gemini: `$GEMINI_CLI_HOME/.gemini/tmp/<project>/`, this project's and
+    // another's.
+    let tmp = sb.path().join("gemini-home/.gemini/tmp");
+    for (name, root) in [("app", repo.clone()), ("elsewhere", sb.dir("elsewhere"))] {
+        let dir = tmp.join(name);
+        copy_tree(
+            &fixtures().join("gemini/0.61/later/chats"),
+            &dir.join("chats"),
+        );
+        std::fs::write(dir.join(".project_root"), root.to_str().unwrap()).unwrap();
+    }
+    let out = run(sb
+        .grove(&repo)
+        .env("GEMINI_CLI_HOME", sb.path().join("gemini-home"))
+        .args(["import", "gemini", "--json"]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary = json(&String::from_utf8_lossy(&out.stdout));
+    let sources: Vec<&str> = summary["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["path"].as_str().unwrap())
+        .collect();
+    assert!(
+        sources.iter().all(|p| p.contains("/tmp/app/")),
+        "{sources:?}"
+    );
+    assert_eq!(summary["threads"].as_array().unwrap().len(), 3, "{summary}");
+
+    // OpenCode: `$XDG_DATA_HOME/opencode/opencode.db`, holding sessions of
+    // several projects: this project's only.
+    let data = sb.dir("data/opencode");
+    let db = data.join("opencode.db");
+    std::fs::copy(fixtures().join("opencode/1.18/opencode.db"), &db).unwrap();
+    let moved = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sqlite3,sys\nc=sqlite3.connect(sys.argv[1])\n\
+             c.execute(\"UPDATE session SET directory=? WHERE id='ses_df07a9ac1ffeXahCwu9z6TR9h5'\", (sys.argv[2],))\n\
+             c.commit()",
+            db.to_str().unwrap(),
+            repo.to_str().unwrap(),
+        ])
+        .status()
+        .unwrap();
+    assert!(moved.success());
+    let out = run(sb
+        .grove(&repo)
+        .env("XDG_DATA_HOME", sb.path().join("data"))
+        .args(["import", "opencode", "--json"]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary = json(&String::from_utf8_lossy(&out.stdout));
+    let ids: Vec<&str> = summary["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["threadId"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        ["opencode-ses_df07a9ac1ffeXahCwu9z6TR9h5"],
+        "{summary}"
+    );
+
+    // A format without a store of its own still wants a path.
+    let err = fails_with(sb.grove(&repo).args(["import", "hq"]), 2);
+    assert!(err.contains("give the path"), "{err}");
+}

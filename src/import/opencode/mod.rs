@@ -69,6 +69,27 @@ impl super::Format for OpenCode {
         out.extend(storage::sources(path)?);
         Ok(out)
     }
+    fn default_paths(&self, _roots: &[PathBuf]) -> Vec<PathBuf> {
+        // `$XDG_DATA_HOME/opencode` (else ~/.local/share/opencode): its
+        // database (`OPENCODE_DB` names another, relative to that
+        // directory) and the older storage.
+        let Some(data) = std::env::var_os("XDG_DATA_HOME")
+            .map(PathBuf::from)
+            .filter(|d| d.is_absolute())
+            .or_else(|| Some(dirs::home_dir()?.join(".local/share")))
+            .map(|d| d.join("opencode"))
+        else {
+            return Vec::new();
+        };
+        let db = match std::env::var_os("OPENCODE_DB").filter(|d| !d.is_empty()) {
+            Some(d) => data.join(d),
+            None => data.join("opencode.db"),
+        };
+        [db, data.join("storage")]
+            .into_iter()
+            .filter(|p| p.exists())
+            .collect()
+    }
     fn import(
         &self,
         source: &Path,

@@ -35,6 +35,7 @@ mod ports;
 mod props;
 mod read;
 mod real_agents;
+mod real_sources;
 mod relations;
 mod remove;
 mod robust;

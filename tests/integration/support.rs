@@ -442,6 +442,66 @@ fn real_agents_problem() -> Option<String> {
     None
 }
 
+/// The real program `name` (`gemini`, `opencode`) of tests/real-agents,
+/// installed by `.ci/real-agents` at its pinned version; `None` (the test
+/// skips) only when it is missing and `GROVE_SKIP_REAL_AGENTS=1`, else a
+/// missing one fails the test saying how to install it.
+pub fn real_program(name: &str) -> Option<PathBuf> {
+    let dir = real_agents_dir();
+    let path = match name {
+        // The Linux x64 build the opencode-ai launcher would run.
+        "opencode" => dir.join("node_modules/opencode-linux-x64/bin/opencode"),
+        other => dir.join("node_modules/.bin").join(other),
+    };
+    let problem = real_agents_problem()
+        .or_else(|| (!path.exists()).then(|| format!("{} is missing", path.display())));
+    needs(
+        &format!("the real {name} ({})", problem.as_deref().unwrap_or("")),
+        problem.is_none(),
+        "GROVE_SKIP_REAL_AGENTS",
+        "run `bash .ci/real-agents` (npm installs the versions pinned in tests/real-agents)",
+    )
+    .then_some(path)
+}
+
+/// A scripted model server of the fixtures (`fixtures/<agent>/…/scripted.py`,
+/// python3) on 127.0.0.1, on a port of its choosing; stopped when dropped.
+pub struct ScriptedServer {
+    child: std::process::Child,
+    pub port: u16,
+}
+
+impl ScriptedServer {
+    pub fn start(script: &Path, cwd_for_paths: &Path) -> ScriptedServer {
+        let mut child = Command::new("python3")
+            .arg(script)
+            .arg("0")
+            .env("FIXTURE_CWD", cwd_for_paths)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 runs the scripted server");
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let port = line
+            .trim()
+            .strip_prefix("port=")
+            .and_then(|p| p.parse().ok())
+            .expect("the server says its port");
+        ScriptedServer { child, port }
+    }
+}
+
+impl Drop for ScriptedServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Sandbox {
     /// The real `claude` and `codex` (tests/real-agents, installed by
     /// `.ci/real-agents`) in the sandbox's `bin/`, which

@@ -1,0 +1,328 @@
+//! The real Gemini CLI and OpenCode (pinned in tests/real-agents,
+//! installed by `.ci/real-agents`) run offline against the fixtures' scripted
+//! model servers, as users run them — a prompt with a shell call, two
+//! parallel reads of which one fails and a file write, a session continued
+//! twice, a subagent, a plain answer — and then imported with no path (each
+//! agent's own store on this machine). What the agent wrote is counted from
+//! its own files, independently of grove's importer, and must be what the
+//! threads hold: every prompt, reply, reasoning, tool call (complete, with
+//! its status) and token count, nothing invented, `validate` clean.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::support::*;
+
+/// `cmd` offline: proxies point nowhere, except for 127.0.0.1.
+fn offline(cmd: &mut Command) -> &mut Command {
+    for var in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
+        cmd.env(var, "http://127.0.0.1:9")
+            .env(var.to_lowercase(), "http://127.0.0.1:9");
+    }
+    cmd.env("NO_PROXY", "127.0.0.1,localhost")
+        .env("no_proxy", "127.0.0.1,localhost")
+}
+
+/// Runs `cmd`, which must succeed.
+fn succeeds(cmd: &mut Command) {
+    let out = cmd.output().expect("run");
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// What a thread holds, per kind: prompts, replies, reasoning blocks, tool
+/// calls by status, and the tokens of its messages summed by name.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Counts {
+    prompts: usize,
+    replies: usize,
+    reasoning: usize,
+    calls: BTreeMap<String, usize>,
+    tokens: BTreeMap<String, u64>,
+}
+
+/// Counts the messages of every thread of `repo`.
+fn thread_counts(repo: &Path) -> (Counts, usize) {
+    let mut counts = Counts::default();
+    let mut threads = 0;
+    for dir in std::fs::read_dir(repo.join(".agent/threads")).unwrap() {
+        let dir = dir.unwrap().path();
+        if !dir.is_dir() {
+            continue;
+        }
+        threads += 1;
+        for m in message_lines(&dir) {
+            match m["role"].as_str().unwrap() {
+                "user" => counts.prompts += 1,
+                "agent" => counts.replies += 1,
+                _ => {}
+            }
+            counts.reasoning += m["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|b| b["type"] == "thinking")
+                .count();
+            for c in m["toolCalls"].as_array().into_iter().flatten() {
+                *counts
+                    .calls
+                    .entry(c["status"].as_str().unwrap().to_string())
+                    .or_default() += 1;
+            }
+            for (k, v) in m["tokens"].as_object().into_iter().flatten() {
+                if let Some(n) = v.as_u64() {
+                    *counts.tokens.entry(k.clone()).or_default() += n;
+                }
+            }
+        }
+    }
+    (counts, threads)
+}
+
+#[test]
+fn gemini_cli_as_it_really_writes_imports_whole() {
+    let Some(gemini) = real_program("gemini") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let server = ScriptedServer::start(&fixtures().join("gemini/0.61/scripted.py"), &repo);
+    let home = sb.dir("gemini-home");
+    std::fs::create_dir_all(home.join(".gemini")).unwrap();
+    std::fs::write(
+        home.join(".gemini/settings.json"),
+        r#"{"security": {"auth": {"selectedType": "gemini-api-key"}}, "general": {"disableAutoUpdate": true},
+            "telemetry": {"enabled": false}, "privacy": {"usageStatisticsEnabled": false}}"#,
+    )
+    .unwrap();
+    let run_gemini = |args: &[&str]| {
+        let mut cmd = Command::new(&gemini);
+        offline(&mut cmd)
+            .current_dir(&repo)
+            .env("PWD", &repo)
+            .env("HOME", sb.path().join("home"))
+            .env("GEMINI_CLI_HOME", &home)
+            .env("GEMINI_API_KEY", "test")
+            .env(
+                "GOOGLE_GEMINI_BASE_URL",
+                format!("http://127.0.0.1:{}", server.port),
+            )
+            .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+            .args(["-m", "gemini-2.5-pro", "--approval-mode", "yolo"])
+            .args(args);
+        succeeds(&mut cmd);
+    };
+    run_gemini(&["-p", "Run a shell command, read two files and write notes"]);
+    run_gemini(&["--resume", "latest", "-p", "And a plain question"]);
+    run_gemini(&["--resume", "latest", "-p", "One more"]);
+    run_gemini(&["-p", "Ask a subagent to look around"]);
+    run_gemini(&["-p", "Just answer"]);
+
+    // Gemini's own files, read as Gemini reads them: a message's last
+    // version counts, a tool result written again as a user record is the
+    // call's, the `<session_context>` is no prompt.
+    let mut expected = Counts::default();
+    let mut sessions = 0;
+    let chats = std::fs::read_dir(home.join(".gemini/tmp"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("chats"))
+        .find(|c| c.is_dir())
+        .unwrap();
+    let mut files = vec![];
+    let mut stack = vec![chats];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                files.push(p);
+            }
+        }
+    }
+    for file in &files {
+        let mut last: BTreeMap<String, Value> = BTreeMap::new();
+        for line in std::fs::read_to_string(file).unwrap().lines() {
+            let v: Value = serde_json::from_str(line).unwrap();
+            if let (Some(id), Some(_)) = (v["id"].as_str(), v["type"].as_str()) {
+                last.insert(id.to_string(), v);
+            }
+        }
+        let own: Vec<&Value> = last
+            .values()
+            .filter(|r| {
+                !(r["type"] == "user"
+                    && r["content"]
+                        .as_array()
+                        .is_some_and(|p| p.iter().all(|p| p.get("functionResponse").is_some())))
+            })
+            .collect();
+        if own.is_empty() {
+            continue;
+        }
+        sessions += 1;
+        for r in own {
+            match r["type"].as_str().unwrap() {
+                "user" if !r.to_string().contains("<session_context>") => expected.prompts += 1,
+                "gemini" => expected.replies += 1,
+                _ => {}
+            }
+            expected.reasoning += r["thoughts"].as_array().map_or(0, Vec::len);
+            for c in r["toolCalls"].as_array().into_iter().flatten() {
+                let status = match c["status"].as_str().unwrap() {
+                    "success" => "completed",
+                    _ => "failed",
+                };
+                *expected.calls.entry(status.into()).or_default() += 1;
+            }
+            for (k, v) in r["tokens"].as_object().into_iter().flatten() {
+                if let Some(n) = v.as_u64() {
+                    *expected.tokens.entry(k.clone()).or_default() += n;
+                }
+            }
+        }
+    }
+    assert!(expected.calls["completed"] >= 4, "{expected:?}");
+    assert!(expected.calls["failed"] >= 1, "{expected:?}");
+
+    let out = run(sb
+        .grove(&repo)
+        .env("GEMINI_CLI_HOME", &home)
+        .args(["import", "gemini", "--json"]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (found, threads) = thread_counts(&repo);
+    assert_eq!(threads, sessions);
+    assert_eq!(
+        found, expected,
+        "every message kind, counted in Gemini's files and in the threads"
+    );
+    let out = run(sb
+        .grove(&repo)
+        .args(["validate", repo.join(".agent/threads").to_str().unwrap()]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn opencode_as_it_really_writes_imports_whole() {
+    let Some(opencode) = real_program("opencode") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let server = ScriptedServer::start(&fixtures().join("opencode/1.18/scripted.py"), &repo);
+    std::fs::write(
+        repo.join("opencode.json"),
+        serde_json::json!({
+            "provider": {"scripted": {"npm": "@ai-sdk/openai-compatible", "name": "Scripted",
+                "options": {"baseURL": format!("http://127.0.0.1:{}/v1", server.port), "apiKey": "test"},
+                "models": {"m1": {"name": "M1"}}}},
+            "model": "scripted/m1", "autoupdate": false, "share": "disabled",
+            "permission": {"bash": "allow", "edit": "allow", "read": "allow", "external_directory": "allow"}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let data = sb.path().join("xdg/data");
+    let run_opencode = |args: &[&str]| {
+        let mut cmd = Command::new(&opencode);
+        offline(&mut cmd)
+            .current_dir(&repo)
+            // OpenCode takes its project from `PWD`, not the process's
+            // directory.
+            .env("PWD", &repo)
+            .env("HOME", sb.path().join("home"))
+            .env("XDG_DATA_HOME", &data)
+            .env("XDG_CONFIG_HOME", sb.path().join("xdg/config"))
+            .env("XDG_CACHE_HOME", sb.path().join("xdg/cache"))
+            .env("XDG_STATE_HOME", sb.path().join("xdg/state"))
+            .args(["run"])
+            .args(args);
+        succeeds(&mut cmd);
+    };
+    run_opencode(&["Run a shell command, read two files and write notes"]);
+    run_opencode(&["--continue", "And a plain question"]);
+    run_opencode(&["--continue", "One more"]);
+    run_opencode(&["Ask a subagent to look around"]);
+    run_opencode(&["Just answer"]);
+
+    // OpenCode's own database, read here with SQL.
+    let db = rusqlite::Connection::open(data.join("opencode/opencode.db")).unwrap();
+    let mut expected = Counts::default();
+    let sessions: i64 = db
+        .query_row("SELECT count(*) FROM session", [], |r| r.get(0))
+        .unwrap();
+    let sessions = usize::try_from(sessions).unwrap();
+    let mut stmt = db.prepare("SELECT data FROM message").unwrap();
+    for data in stmt.query_map([], |r| r.get::<_, String>(0)).unwrap() {
+        let m: Value = serde_json::from_str(&data.unwrap()).unwrap();
+        match m["role"].as_str().unwrap() {
+            "user" => expected.prompts += 1,
+            _ => expected.replies += 1,
+        }
+        for (k, v) in m["tokens"].as_object().into_iter().flatten() {
+            // grove keeps OpenCode's own token object as it is.
+            let n = v.as_u64().unwrap_or(0);
+            if v.is_u64() {
+                *expected.tokens.entry(k.clone()).or_default() += n;
+            }
+        }
+    }
+    let mut stmt = db.prepare("SELECT data FROM part").unwrap();
+    for data in stmt.query_map([], |r| r.get::<_, String>(0)).unwrap() {
+        let p: Value = serde_json::from_str(&data.unwrap()).unwrap();
+        match p["type"].as_str().unwrap() {
+            "reasoning" => expected.reasoning += 1,
+            "tool" => {
+                let status = match p["state"]["status"].as_str().unwrap() {
+                    "completed" => "completed",
+                    "error" => "failed",
+                    other => panic!("a tool still {other} after opencode run ended"),
+                };
+                *expected.calls.entry(status.into()).or_default() += 1;
+            }
+            _ => {}
+        }
+    }
+    assert!(expected.calls["completed"] >= 4, "{expected:?}");
+    assert!(expected.calls["failed"] >= 1, "{expected:?}");
+    drop(stmt);
+
+    let out = run(sb
+        .grove(&repo)
+        .env("XDG_DATA_HOME", &data)
+        .args(["import", "opencode", "--json"]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (found, threads) = thread_counts(&repo);
+    assert_eq!(threads, sessions);
+    assert_eq!(
+        found, expected,
+        "every message kind, counted in OpenCode's database and in the threads"
+    );
+    let out = run(sb
+        .grove(&repo)
+        .args(["validate", repo.join(".agent/threads").to_str().unwrap()]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

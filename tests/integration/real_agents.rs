@@ -91,12 +91,20 @@ fn codex_setup(sb: &Sandbox, server: &ModelServer, cmd: &mut Command, extra: &st
 
 /// grove's own config (trusted) making the built-in agents headless.
 fn headless_agents(sb: &Sandbox) {
+    headless_agents_with(sb, &[]);
+}
+
+/// [`headless_agents`] with `extra` arguments for Claude Code's command.
+fn headless_agents_with(sb: &Sandbox, extra: &[&str]) {
+    let mut claude: Vec<&str> = vec!["claude", "-p", "--allowedTools", "Bash Write"];
+    claude.extend(extra);
+    claude.extend(["--session-id", "{sessionId}", "--", "{prompt}"]);
     std::fs::create_dir_all(sb.grove_home()).unwrap();
     std::fs::write(
         sb.grove_home().join("config.json"),
         json!({"grove": {"agents": {
             "claude-code": {
-                "command": ["claude", "-p", "--allowedTools", "Bash Write", "--session-id", "{sessionId}", "--", "{prompt}"],
+                "command": claude,
                 "resume": ["claude", "-p", "--allowedTools", "Bash Write", "--resume", "{sessionId}", "--", "{prompt}"],
                 "native": "claude"
             },
@@ -685,4 +693,68 @@ fn codex_run_by_hand_is_adopted_at_list_and_show() {
     assert_eq!(row["stats"]["toolCallCount"], 3, "adopted at list: {row}");
     let shown = ok(sb.grove(&repo).args(["show", &id]));
     assert!(shown.contains("The note is in notes.txt."), "{shown}");
+}
+
+#[test]
+fn claude_launched_again_after_a_launch_that_failed_before_it_wrote_anything_gets_the_prompt() {
+    let sb = Sandbox::new();
+    if !sb.install_real_agents() {
+        return;
+    }
+    let server = ModelServer::start(Api::Anthropic, scenario());
+    // A mistake in the agent's command: the real claude refuses the option
+    // and exits 1 before it writes a session.
+    headless_agents_with(&sb, &["--permission-mode", "no-such-mode"]);
+    let repo = sb.repo("app");
+    let prompt = &scenario()[0].prompt;
+    let mut cmd = sb.grove_with_agents(&repo);
+    cmd.args([
+        "new",
+        "Real agent task",
+        "--prompt",
+        prompt,
+        "--launch=claude-code",
+    ]);
+    claude_setup(&sb, &server, &mut cmd);
+    let out = run(&mut cmd);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "claude's own exit code: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        server.model_calls().is_empty(),
+        "claude never reached the model"
+    );
+    let wt = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim_end());
+    let id = list_rows(&sb, &repo)
+        .into_iter()
+        .find(|r| r["worktreePath"] == wt.to_str().unwrap())
+        .unwrap()["threadId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // The command fixed, the task launched again: it opens with the prompt.
+    headless_agents(&sb);
+    let mut cmd = sb.grove_with_agents(&repo);
+    cmd.args(["launch", &id]);
+    claude_setup(&sb, &server, &mut cmd);
+    let out = run(&mut cmd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let calls = server.model_calls();
+    assert_eq!(calls.len(), 4, "the scripted turn was played");
+    assert!(
+        calls[0].body["messages"]
+            .to_string()
+            .contains(prompt.as_str()),
+        "the prompt reached the model"
+    );
+    let thread_dir = wt.join(".agent/threads").join(&id);
+    assert_lines(&conversation(&thread_dir), &expected(prompt, CLAUDE_TURN));
 }

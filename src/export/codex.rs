@@ -42,7 +42,7 @@ pub fn write(
         cwd: cwd.to_string_lossy().into_owned(),
         assets: Assets::of(thread),
         model: None,
-        totals: (0, 0),
+        totals: [0; 5],
         time: meta.created_at.clone(),
         path: thread.dir().to_path_buf(),
     };
@@ -73,8 +73,8 @@ struct Writer<'a> {
     assets: Assets,
     /// The model the last `turn_context` named.
     model: Option<String>,
-    /// Token totals so far (input, output).
-    totals: (u64, u64),
+    /// Token totals so far, in the order of [`CODEX_KEYS`].
+    totals: [u64; 5],
     time: String,
     path: std::path::PathBuf,
 }
@@ -436,21 +436,29 @@ impl Writer<'_> {
         }
     }
 
+    /// A `token_count` event after a reply: its usage and the running
+    /// totals, in Codex's keys.
     fn tokens(&mut self, t: &crate::atsf::Tokens) -> Result<()> {
-        self.totals.0 += t.input.unwrap_or(0);
-        self.totals.1 += t.output.unwrap_or(0);
-        let mut last = t.extra.clone();
-        if let Some(n) = t.input {
-            last.insert("input_tokens".into(), Value::from(n));
+        let counts = t.counts();
+        let mut last = Map::new();
+        for (i, key) in CODEX_KEYS.iter().enumerate() {
+            let n = counts[i].unwrap_or(0);
+            self.totals[i] += n;
+            last.insert((*key).into(), Value::from(n));
         }
-        if let Some(n) = t.output {
-            last.insert("output_tokens".into(), Value::from(n));
-        }
-        let total = json!({
-            "input_tokens": self.totals.0,
-            "output_tokens": self.totals.1,
-            "total_tokens": self.totals.0 + self.totals.1,
-        });
+        last.insert(
+            "total_tokens".into(),
+            Value::from(counts[0].unwrap_or(0) + counts[1].unwrap_or(0)),
+        );
+        let mut total: Map<String, Value> = CODEX_KEYS
+            .iter()
+            .zip(self.totals)
+            .map(|(k, n)| ((*k).to_string(), Value::from(n)))
+            .collect();
+        total.insert(
+            "total_tokens".into(),
+            Value::from(self.totals[0] + self.totals[1]),
+        );
         self.record(
             "event_msg",
             json!({"type": "token_count", "info": {"total_token_usage": total, "last_token_usage": last}}),
@@ -458,3 +466,12 @@ impl Writer<'_> {
         )
     }
 }
+
+/// Codex's usage keys, in the order of [`crate::atsf::Tokens::COUNTS`].
+const CODEX_KEYS: [&str; 5] = [
+    "input_tokens",
+    "output_tokens",
+    "cached_input_tokens",
+    "cache_write_input_tokens",
+    "reasoning_output_tokens",
+];

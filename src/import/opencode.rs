@@ -266,6 +266,7 @@ fn message(
             input,
             output,
             extra,
+            ..Default::default()
         });
     }
     if !kept.is_empty() {

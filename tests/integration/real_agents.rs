@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::model_server::{Action, Api, ENCRYPTED, ModelServer, SIGNATURE, Turn};
+use crate::model_server::{Action, Api, ENCRYPTED, ModelServer, Request, SIGNATURE, Turn};
 use crate::support::*;
 
 /// The API key the agents send; nothing checks it but the tests.
@@ -371,6 +371,13 @@ fn claude_headless_through_grove_its_turn_lands_in_the_thread_once_in_order() {
     assert_eq!(row["stats"]["userMessageCount"], 1, "{row}");
     assert_eq!(row["stats"]["toolCallCount"], 3, "{row}");
 
+    // Token usage: what Claude Code's own transcript says each reply used
+    // (a reply written as several records counted once), what the model
+    // server reported, and grove's totals all agree.
+    let from_transcript = claude_transcript_usage(&agent_files(&sb, "claude"));
+    assert_eq!(from_transcript, served(&calls, Api::Anthropic));
+    assert_tokens(&thread_dir, &row, from_transcript);
+
     // grove export: the conversation as a person reads it.
     let md = ok(sb.grove(&repo).args(["export", &id, "--format", "md"]));
     assert_in_order(
@@ -488,6 +495,13 @@ fn codex_exec_through_grove_its_turn_lands_in_the_thread_once_in_order() {
     assert_eq!(row["agentState"]["exitCode"], 0);
     assert_eq!(row["stats"]["userMessageCount"], 1, "{row}");
     assert_eq!(row["stats"]["toolCallCount"], 3, "{row}");
+
+    // Token usage: Codex's rollout gives each response's usage twice (a
+    // token_usage_record and a token_count, both with running totals);
+    // grove counts each once.
+    let from_rollout = codex_rollout_usage(&agent_files(&sb, "codex"));
+    assert_eq!(from_rollout, served(&calls, Api::OpenAi));
+    assert_tokens(&thread_dir, &row, from_rollout);
 
     let md = ok(sb.grove(&repo).args(["export", &id, "--format", "md"]));
     assert_in_order(
@@ -757,4 +771,153 @@ fn claude_launched_again_after_a_launch_that_failed_before_it_wrote_anything_get
     );
     let thread_dir = wt.join(".agent/threads").join(&id);
     assert_lines(&conversation(&thread_dir), &expected(prompt, CLAUDE_TURN));
+}
+
+/// The names grove gives token counts, in the order the helpers below use.
+const TOKEN_COUNTS: [&str; 5] = ["input", "output", "cacheRead", "cacheCreation", "reasoning"];
+
+/// The usage the model server reported over `calls`, as grove names it:
+/// Anthropic's cache read and creation; OpenAI's cached and reasoning.
+fn served(calls: &[Request], api: Api) -> [u64; 5] {
+    let mut sum = [0; 5];
+    for c in calls {
+        let [a, b, c3, d] = c.usage.expect("a model call's usage");
+        let named = match api {
+            Api::Anthropic => [a, b, c3, d, 0],
+            Api::OpenAi => [a, b, c3, 0, d],
+        };
+        for i in 0..5 {
+            sum[i] += named[i];
+        }
+    }
+    sum
+}
+
+/// The agent's own session files under the sandbox's `CLAUDE_CONFIG_DIR`
+/// (`claude`) or `CODEX_HOME` (`codex`).
+fn agent_files(sb: &Sandbox, agent: &str) -> Vec<PathBuf> {
+    let root = sb.path().join(agent).join(match agent {
+        "claude" => "projects",
+        _ => "sessions",
+    });
+    let mut out = Vec::new();
+    let mut dirs = vec![root];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Claude Code's usage, summed from its transcripts: per reply (API message
+/// id) the usage of its last record.
+fn claude_transcript_usage(files: &[PathBuf]) -> [u64; 5] {
+    let mut replies: std::collections::BTreeMap<String, Value> = Default::default();
+    for f in files {
+        for r in jsonl(f) {
+            if r["type"] == "assistant" && r["message"]["usage"].is_object() {
+                let id = r["message"]["id"].as_str().unwrap().to_string();
+                replies.insert(id, r["message"]["usage"].clone());
+            }
+        }
+    }
+    assert!(!replies.is_empty(), "no usage in {files:?}");
+    let mut sum = [0; 5];
+    for u in replies.values() {
+        let keys = [
+            "input_tokens",
+            "output_tokens",
+            "cache_read_input_tokens",
+            "cache_creation_input_tokens",
+        ];
+        for (i, k) in keys.iter().enumerate() {
+            sum[i] += u[k].as_u64().unwrap_or(0);
+        }
+    }
+    sum
+}
+
+/// Codex's usage from its rollouts: the sum of the responses' own usage
+/// (`token_usage_record`), checked against the running total the last
+/// `token_count` gives.
+fn codex_rollout_usage(files: &[PathBuf]) -> [u64; 5] {
+    let keys = [
+        "input_tokens",
+        "output_tokens",
+        "cached_input_tokens",
+        "cache_write_input_tokens",
+        "reasoning_output_tokens",
+    ];
+    let mut sum = [0; 5];
+    for f in files {
+        let records = jsonl(f);
+        let mut file_sum = [0; 5];
+        for r in &records {
+            if r["type"] == "token_usage_record" {
+                for (i, k) in keys.iter().enumerate() {
+                    file_sum[i] += r["payload"]["usage"][k].as_u64().unwrap_or(0);
+                }
+            }
+        }
+        let last_total = records
+            .iter()
+            .rev()
+            .find(|r| r["payload"]["type"] == "token_count" && r["payload"]["info"].is_object())
+            .map(|r| r["payload"]["info"]["total_token_usage"].clone())
+            .expect("a token_count with totals");
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(
+                last_total[k].as_u64().unwrap_or(0),
+                file_sum[i],
+                "{k}: the running total is the responses' sum in {}",
+                f.display()
+            );
+            sum[i] += file_sum[i];
+        }
+    }
+    sum
+}
+
+/// Asserts that the thread's token totals (thread.json `stats.tokens`, the
+/// list row's, and the sum over its messages) are `want`, and that each
+/// message's tokens are grove's named counts only.
+#[track_caller]
+fn assert_tokens(thread_dir: &Path, row: &Value, want: [u64; 5]) {
+    let want_json: Value = TOKEN_COUNTS
+        .iter()
+        .zip(want)
+        .map(|(k, n)| (k.to_string(), json!(n)))
+        .collect::<serde_json::Map<_, _>>()
+        .into();
+    let meta = read_json(&thread_dir.join("thread.json"));
+    assert_eq!(meta["stats"]["tokens"], want_json, "thread.json stats");
+    assert_eq!(row["stats"]["tokens"], want_json, "grove list");
+    let mut sum = [0; 5];
+    for m in message_lines(thread_dir) {
+        let Some(t) = m["tokens"].as_object() else {
+            continue;
+        };
+        for k in t.keys() {
+            assert!(TOKEN_COUNTS.contains(&k.as_str()), "a raw key {k} in {m}");
+        }
+        for (i, k) in TOKEN_COUNTS.iter().enumerate() {
+            sum[i] += t.get(*k).and_then(Value::as_u64).unwrap_or(0);
+        }
+    }
+    assert_eq!(sum, want, "the messages' tokens");
 }

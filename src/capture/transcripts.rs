@@ -201,6 +201,105 @@ pub fn sessions_since(native: Native, cwd: &Path, since: SystemTime) -> Vec<Foun
     found.into_iter().map(|(_, f)| f).collect()
 }
 
+/// The sessions of `native` run in `cwd` whose files appeared since
+/// `since`, found cheaply: a directory not changed since then (a new file
+/// changes its directory's time) is not listed, and only files changed
+/// since are looked at. Also says whether any directory was listed.
+pub fn created_since(native: Native, cwd: &Path, since: SystemTime) -> (Vec<Found>, bool) {
+    let changed = |p: &Path| modified(p) >= since;
+    let files = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "jsonl") && changed(p))
+            .collect()
+    };
+    let mut found: Vec<(SystemTime, Found)> = Vec::new();
+    let mut listed = false;
+    match native {
+        Native::Claude => {
+            let Some(dir) = claude_project_dir(cwd).filter(|d| changed(d)) else {
+                return (Vec::new(), false);
+            };
+            listed = true;
+            for path in files(&dir) {
+                let Some(stem) = path.file_stem().map(|n| n.to_string_lossy().into_owned()) else {
+                    continue;
+                };
+                if !stem.starts_with("agent-") {
+                    found.push((
+                        modified(&path),
+                        Found {
+                            session_id: stem,
+                            transcript: path,
+                        },
+                    ));
+                }
+            }
+        }
+        Native::Codex => {
+            for day in rollout_days(since).into_iter().filter(|d| changed(d)) {
+                listed = true;
+                for path in files(&day) {
+                    let named = path
+                        .file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with("rollout-"));
+                    let Some((id, session_cwd)) = named.then(|| codex_meta(&path)).flatten() else {
+                        continue;
+                    };
+                    if same_dir(Path::new(&session_cwd), cwd) {
+                        found.push((
+                            modified(&path),
+                            Found {
+                                session_id: id,
+                                transcript: path,
+                            },
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    found.sort_by_key(|(t, _)| *t);
+    (found.into_iter().map(|(_, f)| f).collect(), listed)
+}
+
+/// Codex's day directories that may hold a rollout started since `since`
+/// (named in local time: from the UTC day before on).
+fn rollout_days(since: SystemTime) -> Vec<PathBuf> {
+    let Some(root) = codex_home().map(|h| h.join("sessions")) else {
+        return Vec::new();
+    };
+    let t =
+        jiff::Timestamp::try_from(since).unwrap_or_default() - jiff::SignedDuration::from_hours(24);
+    let first = t.strftime("%Y/%m/%d").to_string();
+    let (year, month) = (&first[..4], &first[..7]);
+    let name = |p: &Path| {
+        p.strip_prefix(&root)
+            .map(|p| p.to_string_lossy().replace('\\', "/"))
+            .unwrap_or_default()
+    };
+    let mut out = Vec::new();
+    for y in sorted_dirs(&root)
+        .into_iter()
+        .filter(|y| name(y).as_str() >= year)
+    {
+        for m in sorted_dirs(&y)
+            .into_iter()
+            .filter(|m| name(m).as_str() >= month)
+        {
+            out.extend(
+                sorted_dirs(&m)
+                    .into_iter()
+                    .filter(|d| name(d).as_str() >= first.as_str()),
+            );
+        }
+    }
+    out
+}
+
 fn modified(p: &Path) -> SystemTime {
     std::fs::metadata(p)
         .and_then(|m| m.modified())

@@ -139,9 +139,24 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
 /// Brings in what a captured agent's transcript gained that the hooks did
 /// not bring (an untrusted Codex project, a hook that could not run).
 fn catch_up(thread: &grove::store::Thread, repo_root: &Path, out: &Output) -> bool {
-    let Ok(meta) = thread.meta() else {
+    let Ok(mut meta) = thread.meta() else {
         return false;
     };
+    // A session of the task's agent run by hand in its worktree.
+    match grove::capture::adopt::look(thread, &meta, repo_root) {
+        Ok(a) => {
+            for e in a.problems {
+                out.warn(&format!("capture: {e}"));
+            }
+            if a.sessions > 0 {
+                match thread.meta() {
+                    Ok(m) => meta = m,
+                    Err(_) => return a.added > 0,
+                }
+            }
+        }
+        Err(e) => out.warn(&format!("capture: {e}")),
+    }
     if !grove::capture::sync::pending(repo_root, &meta) {
         return false;
     }

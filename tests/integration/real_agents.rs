@@ -689,7 +689,6 @@ fn codex_run_by_hand_is_adopted_by_capture_sync() {
 }
 
 #[test]
-#[ignore = "issue 23 item 12: a session of the task's agent run by hand in the worktree is adopted only by `grove capture sync`, not at `grove list` / `grove show` as the README says"]
 fn codex_run_by_hand_is_adopted_at_list_and_show() {
     let sb = Sandbox::new();
     if !sb.install_real_agents() {
@@ -920,4 +919,90 @@ fn assert_tokens(thread_dir: &Path, row: &Value, want: [u64; 5]) {
         }
     }
     assert_eq!(sum, want, "the messages' tokens");
+}
+
+/// The scenario, then a second turn that only answers.
+fn two_turns() -> Vec<Turn> {
+    let mut turns = scenario();
+    turns.push(Turn {
+        prompt: "Now sum it up".into(),
+        thinking: String::new(),
+        actions: vec![],
+        reply: "All done: one note written.".into(),
+    });
+    turns
+}
+
+#[test]
+fn claude_run_by_hand_is_adopted_at_show_and_list() {
+    let sb = Sandbox::new();
+    if !sb.install_real_agents() {
+        return;
+    }
+    let server = ModelServer::start(Api::Anthropic, scenario());
+    let repo = sb.repo("app");
+    let (wt, id) = task(&sb, &repo, "claude-code");
+    let prompt = &scenario()[0].prompt;
+    let mut cmd = sb.agent("claude", &wt);
+    cmd.args(["-p", "--allowedTools", "Bash Write", "--", prompt]);
+    claude_setup(&sb, &server, &mut cmd);
+    assert!(run(&mut cmd).status.success());
+    let shown = ok(sb.grove(&repo).args(["show", &id]));
+    assert!(
+        shown.contains("The note is in notes.txt."),
+        "adopted at show: {shown}"
+    );
+    let thread_dir = wt.join(".agent/threads").join(&id);
+    assert_lines(&conversation(&thread_dir), &expected(prompt, CLAUDE_TURN));
+    let row = row_of(&sb, &repo, &id);
+    assert_eq!(row["stats"]["toolCallCount"], 3, "{row}");
+    // Nothing twice at the next look.
+    ok(sb.grove(&repo).args(["list"]));
+    assert_lines(&conversation(&thread_dir), &expected(prompt, CLAUDE_TURN));
+}
+
+#[test]
+fn claude_run_by_hand_is_in_the_session_grove_resume_writes_in_order() {
+    let sb = Sandbox::new();
+    if !sb.install_real_agents() {
+        return;
+    }
+    let server = ModelServer::start(Api::Anthropic, two_turns());
+    headless_agents(&sb);
+    let repo = sb.repo("app");
+    let (wt, id) = task(&sb, &repo, "claude-code");
+    let prompt = &scenario()[0].prompt;
+    let mut cmd = sb.agent("claude", &wt);
+    cmd.args(["-p", "--allowedTools", "Bash Write", "--", prompt]);
+    claude_setup(&sb, &server, &mut cmd);
+    assert!(run(&mut cmd).status.success());
+    assert_eq!(server.model_calls().len(), 4);
+
+    // Resumed at once, with no list or show between.
+    let mut cmd = sb.grove_with_agents(&repo);
+    cmd.args(["resume", &id, "--prompt", "Now sum it up"]);
+    claude_setup(&sb, &server, &mut cmd);
+    let out = run(&mut cmd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let calls = server.model_calls();
+    assert_eq!(calls.len(), 5, "one answer for the new turn");
+    let sent = calls[4].body["messages"].to_string();
+    assert_in_order(
+        &sent,
+        &[
+            prompt,
+            "grove-real-test",
+            "The note is in notes.txt.",
+            "Now sum it up",
+        ],
+    );
+    let thread_dir = wt.join(".agent/threads").join(&id);
+    let mut want = expected(prompt, CLAUDE_TURN);
+    want.push("user: Now sum it up".into());
+    want.push("agent: All done: one note written.".into());
+    assert_lines(&conversation(&thread_dir), &want);
 }

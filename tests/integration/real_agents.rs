@@ -1006,3 +1006,376 @@ fn claude_run_by_hand_is_in_the_session_grove_resume_writes_in_order() {
     want.push("agent: All done: one note written.".into());
     assert_lines(&conversation(&thread_dir), &want);
 }
+
+/// The rollouts under the sandbox's `CODEX_HOME`, each as its records.
+fn rollouts(sb: &Sandbox) -> Vec<(PathBuf, Vec<Value>)> {
+    agent_files(sb, "codex")
+        .into_iter()
+        .map(|p| {
+            let records = jsonl(&p);
+            (p, records)
+        })
+        .collect()
+}
+
+/// The rollout whose session_meta names session `id`.
+fn rollout_of(sb: &Sandbox, id: &str) -> Vec<Value> {
+    rollouts(sb)
+        .into_iter()
+        .find(|(_, r)| r[0]["payload"]["id"] == id)
+        .unwrap_or_else(|| panic!("no rollout of session {id}"))
+        .1
+}
+
+/// The session id `grove resume` wrote (from its status line).
+fn written_session(stderr: &str) -> String {
+    let at = stderr.find(" session ").expect("grove says what it wrote");
+    stderr[at + " session ".len()..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+/// The shapes a rollout's records have that Codex reads back: per record
+/// kind, its payload's keys' JSON types (`response_item message`'s `role`
+/// by the text it starts with, a `*_output`'s `output` type).
+fn shapes(records: &[Value]) -> std::collections::BTreeSet<String> {
+    let kind = |v: &Value| match v {
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+        Value::Null => "null",
+        _ => "other",
+    };
+    let mut out = std::collections::BTreeSet::new();
+    for r in records {
+        let p = &r["payload"];
+        let t = format!(
+            "{} {}",
+            r["type"].as_str().unwrap_or(""),
+            p["type"].as_str().unwrap_or("")
+        );
+        match p["type"].as_str() {
+            Some("function_call_output" | "custom_tool_call_output") => {
+                out.insert(format!("{t} output:{}", kind(&p["output"])));
+            }
+            Some("message") => {
+                let text = p["content"][0]["text"].as_str().unwrap_or("");
+                if text.starts_with('<') {
+                    let tag: String = text.chars().take_while(|c| *c != '>').collect();
+                    out.insert(format!(
+                        "{t} {tag}> role:{}",
+                        p["role"].as_str().unwrap_or("")
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// What a rollout grove wrote must have for Codex to take it back whole:
+/// the configured provider, the installed version, each turn completed.
+#[track_caller]
+fn assert_codex_session(written: &[Value], turns: usize) {
+    let meta = &written[0]["payload"];
+    assert_eq!(written[0]["type"], "session_meta");
+    assert_eq!(
+        meta["model_provider"], "scripted",
+        "the configured provider: {meta}"
+    );
+    assert_eq!(
+        meta["cli_version"], "0.169.0",
+        "the installed codex's version: {meta}"
+    );
+    let count = |t: &str| {
+        written
+            .iter()
+            .filter(|r| r["type"] == "event_msg" && r["payload"]["type"] == t)
+            .count()
+    };
+    assert_eq!(count("task_started"), turns, "a task_started per turn");
+    assert_eq!(count("task_complete"), turns, "a task_complete per turn");
+}
+
+#[test]
+fn codex_exec_thread_resumed_in_codex_keeps_the_rollout_s_shapes_and_goes_on() {
+    let sb = Sandbox::new();
+    if !sb.install_real_agents() {
+        return;
+    }
+    let server = ModelServer::start(Api::OpenAi, two_turns());
+    headless_agents(&sb);
+    let repo = sb.repo("app");
+    let prompt = &scenario()[0].prompt;
+    let (wt, id) = launch(&sb, &repo, "codex", prompt, |cmd| {
+        codex_setup(&sb, &server, cmd, "")
+    });
+    let real = rollouts(&sb).remove(0).1;
+    // The thread as grove writes it back, next to the rollout it came from.
+    let exported = sb.path().join("exported.jsonl");
+    let mut cmd = sb.grove_with_agents(&repo);
+    cmd.args([
+        "export",
+        &id,
+        "--format",
+        "codex",
+        "-o",
+        exported.to_str().unwrap(),
+    ]);
+    codex_setup(&sb, &server, &mut cmd, "");
+    ok(&mut cmd);
+    let ours = jsonl(&exported);
+    assert_codex_session(&ours, 1);
+    let (real_shapes, our_shapes) = (shapes(&real), shapes(&ours));
+    assert!(
+        real_shapes.is_subset(&our_shapes),
+        "the real rollout's shapes {real_shapes:?} kept in {our_shapes:?}"
+    );
+
+    let mut cmd = sb.grove_with_agents(&repo);
+    cmd.args(["resume", &id, "--prompt", "Now sum it up"]);
+    codex_setup(&sb, &server, &mut cmd, "");
+    let out = run(&mut cmd);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let calls = server.model_calls();
+    assert_eq!(calls.len(), 5, "one answer for the new turn: {stderr}");
+    let sent = calls[4].body["input"].to_string();
+    assert_in_order(
+        &sent,
+        &[
+            prompt,
+            "grove-real-test",
+            "No such file",
+            "A notes.txt",
+            "The note is in notes.txt.",
+            "Now sum it up",
+        ],
+    );
+    let thread_dir = wt.join(".agent/threads").join(&id);
+    let mut want = expected(prompt, CODEX_TURN);
+    want.push("user: Now sum it up".into());
+    want.push("agent: All done: one note written.".into());
+    assert_lines(&conversation(&thread_dir), &want);
+
+    // The session grove wrote, as Codex left it after the new turn.
+    assert_codex_session(&rollout_of(&sb, &written_session(&stderr)), 2);
+}
+
+#[test]
+fn claude_thread_resumed_in_codex_goes_on_with_the_earlier_turn() {
+    let sb = Sandbox::new();
+    if !sb.install_real_agents() {
+        return;
+    }
+    let anthropic = ModelServer::start(Api::Anthropic, scenario());
+    headless_agents(&sb);
+    let repo = sb.repo("app");
+    let prompt = &scenario()[0].prompt;
+    let (wt, id) = launch(&sb, &repo, "claude-code", prompt, |cmd| {
+        claude_setup(&sb, &anthropic, cmd)
+    });
+    let openai = ModelServer::start(Api::OpenAi, two_turns());
+    let mut cmd = sb.grove_with_agents(&repo);
+    cmd.args([
+        "resume",
+        &id,
+        "--agent",
+        "codex",
+        "--prompt",
+        "Now sum it up",
+    ]);
+    codex_setup(&sb, &openai, &mut cmd, "");
+    let out = run(&mut cmd);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let calls = openai.model_calls();
+    assert_eq!(calls.len(), 1, "Codex answered the new prompt: {stderr}");
+    let sent = calls[0].body["input"].to_string();
+    assert_in_order(
+        &sent,
+        &[
+            prompt,
+            "grove-real-test",
+            "No such file",
+            "The note is in notes.txt.",
+            "Now sum it up",
+        ],
+    );
+    let thread_dir = wt.join(".agent/threads").join(&id);
+    let mut want = expected(prompt, CLAUDE_TURN);
+    want.push("user: Now sum it up".into());
+    want.push("agent: All done: one note written.".into());
+    assert_lines(&conversation(&thread_dir), &want);
+    assert_codex_session(&rollout_of(&sb, &written_session(&stderr)), 2);
+}
+
+/// A program's terminal screen, in a tmux of its own (a socket of the
+/// sandbox's), stopped when dropped.
+struct Tui {
+    socket: PathBuf,
+}
+
+impl Tui {
+    /// Runs `cmd` (its program, arguments, directory and environment) on a
+    /// 160x50 terminal.
+    fn start(sb: &Sandbox, cmd: &Command) -> Tui {
+        let script = sb.path().join("tui.sh");
+        let quote =
+            |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
+        let mut text = String::from("#!/bin/sh\n");
+        for (k, v) in cmd.get_envs() {
+            if let Some(v) = v {
+                text.push_str(&format!("export {}={}\n", k.to_string_lossy(), quote(v)));
+            }
+        }
+        text.push_str("export TERM=xterm-256color\n");
+        text.push_str(&format!(
+            "cd {}\nexec {}",
+            quote(cmd.get_current_dir().unwrap().as_os_str()),
+            quote(cmd.get_program())
+        ));
+        for a in cmd.get_args() {
+            text.push_str(&format!(" {}", quote(a)));
+        }
+        text.push('\n');
+        std::fs::write(&script, text).unwrap();
+        let socket = sb.path().join("tmux.sock");
+        let out = Command::new("tmux")
+            .arg("-S")
+            .arg(&socket)
+            .args(["new-session", "-d", "-x", "160", "-y", "50", "sh"])
+            .arg(&script)
+            .output()
+            .expect("tmux runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Tui { socket }
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(["capture-pane", "-p"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(["send-keys"])
+            .args(keys)
+            .status()
+            .unwrap();
+    }
+
+    /// The screen once `done` holds, answering what `answer` knows on the
+    /// way; fails after 30 s.
+    fn until(
+        &self,
+        done: impl Fn(&str) -> bool,
+        answer: impl Fn(&str) -> Option<Vec<&'static str>>,
+    ) -> String {
+        let started = Instant::now();
+        let mut last = String::new();
+        while started.elapsed() < std::time::Duration::from_secs(30) {
+            last = self.screen();
+            if done(&last) {
+                return last;
+            }
+            if let Some(keys) = answer(&last) {
+                self.keys(&keys);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+        panic!("the screen never got there:\n{last}");
+    }
+}
+
+impl Drop for Tui {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .status();
+    }
+}
+
+#[test]
+fn codex_tui_takes_the_sessions_grove_writes_back_with_every_turn_complete() {
+    let sb = Sandbox::new();
+    if !sb.install_real_agents()
+        || !needs(
+            "tmux",
+            which("tmux"),
+            "GROVE_SKIP_REAL_AGENTS",
+            "apt-get install tmux",
+        )
+    {
+        return;
+    }
+    let openai = ModelServer::start(Api::OpenAi, scenario());
+    let anthropic = ModelServer::start(Api::Anthropic, scenario());
+    headless_agents(&sb);
+    let repo = sb.repo("app");
+    let prompt = &scenario()[0].prompt;
+    // The project trusted, so Codex asks nothing about the folder.
+    let trusted = format!(
+        "\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+        repo.display()
+    );
+    let threads = [
+        launch(&sb, &repo, "codex", prompt, |cmd| {
+            codex_setup(&sb, &openai, cmd, &trusted)
+        }),
+        launch(&sb, &repo, "claude-code", prompt, |cmd| {
+            claude_setup(&sb, &anthropic, cmd)
+        }),
+    ];
+    for (wt, id) in threads {
+        let mut cmd = sb.grove_with_agents(&wt);
+        cmd.args(["export", &id, "--format", "codex", "--json"]);
+        codex_setup(&sb, &openai, &mut cmd, &trusted);
+        let session = json(&ok(&mut cmd))["sessionId"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let mut cmd = sb.agent("codex", &wt);
+        cmd.args(["resume", &session]);
+        codex_setup(&sb, &openai, &mut cmd, &trusted);
+        let tui = Tui::start(&sb, &cmd);
+        let screen = tui.until(
+            |s| {
+                (s.contains("The note is in notes.txt.") && s.contains("Ask Codex"))
+                    || s.contains("no longer configured")
+                    || s.contains("Conversation interrupted")
+            },
+            // Codex's offer of a newer model: keep the configured one.
+            |s| {
+                s.contains("Use existing model")
+                    .then(|| vec!["Down", "Enter"])
+            },
+        );
+        assert!(screen.contains(prompt.as_str()), "{screen}");
+        assert!(screen.contains("The note is in notes.txt."), "{screen}");
+        assert!(!screen.contains("no longer configured"), "{screen}");
+        assert!(!screen.contains("Conversation interrupted"), "{screen}");
+    }
+}
+
+/// Whether `program` is on `PATH`.
+fn which(program: &str) -> bool {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .any(|d| d.join(program).is_file())
+}

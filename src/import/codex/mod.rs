@@ -10,6 +10,7 @@
 
 mod items;
 mod output;
+pub(crate) use output::exit_code_in;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};

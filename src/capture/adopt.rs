@@ -70,9 +70,10 @@ pub fn look(thread: &Thread, meta: &ThreadMeta, repo_root: &Path) -> Result<Adop
     let record = ledger::side_file(repo_root, thread.id(), LOOKED)?;
     let started = SystemTime::now();
     let since = last_look(&record).unwrap_or_else(|| created(meta));
-    let (found, listed) = transcripts::created_since(native, &worktree, since);
+    let created = transcripts::created_since(native, &worktree, since);
     let mut adopted = Adopted::default();
-    let new: Vec<_> = found
+    let new: Vec<_> = created
+        .found
         .into_iter()
         .filter(|f| !ledger::has(repo_root, thread.id(), &f.session_id))
         .collect();
@@ -83,7 +84,9 @@ pub fn look(thread: &Thread, meta: &ThreadMeta, repo_root: &Path) -> Result<Adop
         }
     }
     let stale = started.duration_since(since).is_ok_and(|d| d > REFRESH);
-    if listed || stale {
+    // A rollout not readable yet, or a session that could not be taken
+    // (another capture held the thread), is looked at again next time.
+    if (created.listed || stale) && !created.unsure && adopted.problems.is_empty() {
         record_look(&record, started - SLACK)?;
     }
     Ok(adopted)

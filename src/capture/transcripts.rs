@@ -201,11 +201,23 @@ pub fn sessions_since(native: Native, cwd: &Path, since: SystemTime) -> Vec<Foun
     found.into_iter().map(|(_, f)| f).collect()
 }
 
+/// What [`created_since`] found.
+#[derive(Debug, Default)]
+pub struct Created {
+    /// The sessions, oldest first.
+    pub found: Vec<Found>,
+    /// A directory was listed (something appeared since).
+    pub listed: bool,
+    /// A rollout's first line could not be read yet (Codex still writing
+    /// it): the next look must look again.
+    pub unsure: bool,
+}
+
 /// The sessions of `native` run in `cwd` whose files appeared since
 /// `since`, found cheaply: a directory not changed since then (a new file
 /// changes its directory's time) is not listed, and only files changed
-/// since are looked at. Also says whether any directory was listed.
-pub fn created_since(native: Native, cwd: &Path, since: SystemTime) -> (Vec<Found>, bool) {
+/// since are looked at.
+pub fn created_since(native: Native, cwd: &Path, since: SystemTime) -> Created {
     let changed = |p: &Path| modified(p) >= since;
     let files = |dir: &Path| -> Vec<PathBuf> {
         std::fs::read_dir(dir)
@@ -217,13 +229,13 @@ pub fn created_since(native: Native, cwd: &Path, since: SystemTime) -> (Vec<Foun
             .collect()
     };
     let mut found: Vec<(SystemTime, Found)> = Vec::new();
-    let mut listed = false;
+    let mut created = Created::default();
     match native {
         Native::Claude => {
             let Some(dir) = claude_project_dir(cwd).filter(|d| changed(d)) else {
-                return (Vec::new(), false);
+                return created;
             };
-            listed = true;
+            created.listed = true;
             for path in files(&dir) {
                 let Some(stem) = path.file_stem().map(|n| n.to_string_lossy().into_owned()) else {
                     continue;
@@ -241,12 +253,16 @@ pub fn created_since(native: Native, cwd: &Path, since: SystemTime) -> (Vec<Foun
         }
         Native::Codex => {
             for day in rollout_days(since).into_iter().filter(|d| changed(d)) {
-                listed = true;
+                created.listed = true;
                 for path in files(&day) {
                     let named = path
                         .file_name()
                         .is_some_and(|n| n.to_string_lossy().starts_with("rollout-"));
-                    let Some((id, session_cwd)) = named.then(|| codex_meta(&path)).flatten() else {
+                    if !named {
+                        continue;
+                    }
+                    let Some((id, session_cwd)) = codex_meta_once(&path) else {
+                        created.unsure = true;
                         continue;
                     };
                     if same_dir(Path::new(&session_cwd), cwd) {
@@ -263,7 +279,8 @@ pub fn created_since(native: Native, cwd: &Path, since: SystemTime) -> (Vec<Foun
         }
     }
     found.sort_by_key(|(t, _)| *t);
-    (found.into_iter().map(|(_, f)| f).collect(), listed)
+    created.found = found.into_iter().map(|(_, f)| f).collect();
+    created
 }
 
 /// Codex's day directories that may hold a rollout started since `since`
@@ -312,6 +329,23 @@ fn same_dir(a: &Path, b: &Path) -> bool {
             (Ok(a), Ok(b)) => a == b,
             _ => false,
         }
+}
+
+/// [`codex_meta`], read once per process: `grove list` looks for the
+/// sessions of every Codex task in the same day directories.
+fn codex_meta_once(path: &Path) -> Option<(String, String)> {
+    type Seen = std::collections::HashMap<PathBuf, Option<(String, String)>>;
+    static SEEN: std::sync::OnceLock<std::sync::Mutex<Seen>> = std::sync::OnceLock::new();
+    let seen = SEEN.get_or_init(Default::default);
+    if let Some(known) = seen.lock().ok()?.get(path) {
+        return known.clone();
+    }
+    let meta = codex_meta(path);
+    // A first line not read whole yet may be later: only answers are kept.
+    if meta.is_some() {
+        seen.lock().ok()?.insert(path.to_path_buf(), meta.clone());
+    }
+    meta
 }
 
 /// The session id and cwd from a rollout's `session_meta` line.

@@ -1379,3 +1379,69 @@ fn which(program: &str) -> bool {
     std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
         .any(|d| d.join(program).is_file())
 }
+
+#[test]
+fn codex_rollout_read_while_a_reply_waits_for_its_usage_counts_it_once_read_again() {
+    let sb = Sandbox::new();
+    if !sb.install_real_agents() {
+        return;
+    }
+    let server = ModelServer::start(Api::OpenAi, scenario());
+    let dir = sb.dir("by-hand");
+    let mut cmd = sb.agent("codex", &dir);
+    cmd.args([
+        "exec",
+        "--skip-git-repo-check",
+        "--sandbox",
+        "workspace-write",
+        "--",
+        &scenario()[0].prompt,
+    ]);
+    codex_setup(&sb, &server, &mut cmd, "");
+    let out = run(&mut cmd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (rollout, records) = rollouts(&sb).remove(0);
+    let want = codex_rollout_usage(std::slice::from_ref(&rollout));
+
+    // Read as a capture would while Codex writes: the answer is in the
+    // file, its usage not yet.
+    let text = std::fs::read_to_string(&rollout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let answer = records
+        .iter()
+        .rposition(|r| r["type"] == "response_item" && r["payload"]["role"] == "assistant")
+        .expect("the answer");
+    let growing = sb.dir("growing").join(rollout.file_name().unwrap());
+    std::fs::write(&growing, lines[..=answer].join("\n") + "\n").unwrap();
+    let repo = sb.repo("r");
+    let import = |sb: &Sandbox| {
+        let out =
+            run(sb
+                .grove(&repo)
+                .args(["import", "codex", growing.to_str().unwrap(), "--json"]));
+        assert!(
+            matches!(out.status.code(), Some(0 | 4)),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    import(&sb);
+    std::fs::write(&growing, &text).unwrap();
+    import(&sb);
+    let rows = list_rows(&sb, &repo);
+    assert_eq!(rows.len(), 1);
+    let named: Value = TOKEN_COUNTS
+        .iter()
+        .zip(want)
+        .map(|(k, n)| (k.to_string(), json!(n)))
+        .collect::<serde_json::Map<_, _>>()
+        .into();
+    assert_eq!(
+        rows[0]["stats"]["tokens"], named,
+        "the last reply's usage too"
+    );
+}

@@ -65,6 +65,11 @@ pub(super) struct Carried {
     /// state, whose messages carry all of `totals`.
     #[serde(default)]
     pub counted: Option<[u64; 5]>,
+    /// The rollout writes a `token_usage_record` after each response's
+    /// items (Codex 0.16x on): while it may still be written and the turn
+    /// goes on, a reply waits for its own.
+    #[serde(default)]
+    pub gives_usage: bool,
 }
 
 /// Codex's usage keys, in the order of [`Tokens::COUNTS`].
@@ -161,6 +166,8 @@ impl Reader {
             ("event_msg", _) => self.event(out, at, &ptype, raw, &payload),
             ("compacted", _) => self.compacted(out, at, raw, &payload),
             ("token_usage_record", _) => {
+                // Codex writes one after each response's items.
+                self.carried.gives_usage = true;
                 self.tokens(
                     out,
                     payload.get("usage"),
@@ -192,6 +199,13 @@ impl Reader {
     }
 
     fn emit(&mut self, out: &mut Output, at: &At, m: Message) {
+        // An agent's reply: its usage comes after it.
+        let replies = m.role == Role::Agent && m.completes().is_none();
+        if replies && self.carried.gives_usage {
+            self.stream.awaiting_usage(true);
+        } else if m.role != Role::Agent {
+            self.stream.awaiting_usage(false);
+        }
         self.stream.emit(out, m, at.line, at.offset);
     }
 
@@ -401,6 +415,10 @@ impl Reader {
         p: &Map<String, Value>,
     ) {
         let label = format!("event_msg {ptype}");
+        if matches!(ptype, "task_complete" | "turn_aborted") {
+            // The turn is over: no usage is coming for its last reply.
+            self.stream.awaiting_usage(false);
+        }
         match ptype {
             "user_message"
             | "agent_message"
@@ -430,9 +448,12 @@ impl Reader {
                         info.get("total_token_usage"),
                         &label,
                     ),
-                    None => out
-                        .summary()
-                        .skip(&label, "rate limits only, no token figures".into()),
+                    None => {
+                        // The response's figures will not come.
+                        self.stream.awaiting_usage(false);
+                        out.summary()
+                            .skip(&label, "rate limits only, no token figures".into())
+                    }
                 }
             }
             "error" | "stream_error" | "turn_aborted" => {
@@ -533,6 +554,7 @@ impl Reader {
         label: &str,
     ) {
         out.summary().count(label).mapped += 1;
+        self.stream.awaiting_usage(false);
         let total = total.filter(|t| t.is_object());
         if self.carried.counted.is_none() {
             // An older grove's state: its messages carry the totals so far.

@@ -1343,6 +1343,9 @@ fn codex_tui_takes_the_sessions_grove_writes_back_with_every_turn_complete() {
             claude_setup(&sb, &anthropic, cmd)
         }),
     ];
+    // Codex's TUI runs sessions in an app-server daemon that outlives it:
+    // stopped when the test ends, however it ends.
+    let _daemon = CodexDaemon { sb: &sb };
     for (wt, id) in threads {
         let mut cmd = sb.grove_with_agents(&wt);
         cmd.args(["export", &id, "--format", "codex", "--json"]);
@@ -1371,6 +1374,40 @@ fn codex_tui_takes_the_sessions_grove_writes_back_with_every_turn_complete() {
         assert!(screen.contains("The note is in notes.txt."), "{screen}");
         assert!(!screen.contains("no longer configured"), "{screen}");
         assert!(!screen.contains("Conversation interrupted"), "{screen}");
+    }
+}
+
+/// Stops the sandbox's Codex app-server daemon when dropped.
+struct CodexDaemon<'a> {
+    sb: &'a Sandbox,
+}
+
+impl Drop for CodexDaemon<'_> {
+    fn drop(&mut self) {
+        // Its updater loop outlives `daemon stop`: ended too, when its pid
+        // file (read first: stopping removes it) names a process of this
+        // sandbox's Codex, and nothing else.
+        let pid_file = self
+            .sb
+            .path()
+            .join("codex/app-server-daemon/daemon-updater.pid");
+        let updater = std::fs::read_to_string(pid_file)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .and_then(|v| v["pid"].as_u64());
+        let mut cmd = self.sb.agent("codex", &self.sb.path());
+        cmd.args(["app-server", "daemon", "stop"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let _ = cmd.status();
+        let Some(pid) = updater else {
+            return;
+        };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let sandbox = self.sb.path().to_string_lossy().into_owned();
+        if String::from_utf8_lossy(&cmdline).contains(&sandbox) {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
     }
 }
 

@@ -164,12 +164,7 @@ fn bench_list(env: &Env) {
         list.args(["list", "--json"]);
         env.time(list)
     };
-    let first = list(GROVE);
-    println!(
-        "list --json, first look for sessions run by hand ({} Codex rollouts of other projects today): {:.1} ms",
-        200,
-        first.as_secs_f64() * 1e3
-    );
+    list(GROVE);
     if let Some(b) = &baseline {
         list(b);
     }

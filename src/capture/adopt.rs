@@ -55,8 +55,16 @@ pub fn task_agent(
         return None;
     }
     let native = Native::from_name(&meta.agent.id)?;
-    // <worktree>/.agent/threads/<id>
-    let worktree = thread.dir().ancestors().nth(3)?.to_path_buf();
+    // <worktree>/.agent/threads/<id>; a copy elsewhere (grove's cache) has
+    // no worktree.
+    let threads = thread.dir().parent()?;
+    let agent = threads.parent()?;
+    if threads.file_name()? != crate::atsf::THREADS_DIR
+        || agent.file_name()? != crate::atsf::AGENT_DIR
+    {
+        return None;
+    }
+    let worktree = agent.parent()?.to_path_buf();
     let main = crate::fsutil::same_file(&worktree, repo_root);
     (!main && worktree.is_dir()).then_some((native, worktree))
 }
@@ -141,4 +149,35 @@ fn record_look(path: &Path, at: SystemTime) -> Result<()> {
     }
     // Losing it to a crash only means the next look walks a little more.
     crate::fsutil::write_atomic_unsynced(path, ms.to_string().as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_task_s_own_thread_in_a_linked_worktree_looks_for_sessions() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        let wt = tmp.path().join("wt");
+        let cache = tmp.path().join("cache/repo-key");
+        let make = |dir: &Path, agent: &str| {
+            let store = crate::store::Store::at(dir);
+            let meta = crate::threads::new_meta("t", agent, Default::default());
+            let thread = store.create_thread(&meta).unwrap();
+            (thread.clone(), thread.meta().unwrap())
+        };
+        let (t, m) = make(&wt.join(".agent"), "codex");
+        assert_eq!(task_agent(&t, &m, &repo), Some((Native::Codex, wt.clone())));
+        let (t, m) = make(&wt.join(".agent"), "aider");
+        assert_eq!(task_agent(&t, &m, &repo), None, "not an agent grove reads");
+        let (t, mut m) = make(&wt.join(".agent"), "claude-code");
+        m.main_thread_id = Some("other".into());
+        assert_eq!(task_agent(&t, &m, &repo), None, "a subagent's thread");
+        let (t, m) = make(&repo.join(".agent"), "claude-code");
+        assert_eq!(task_agent(&t, &m, &repo), None, "the main checkout's");
+        std::fs::create_dir_all(&cache).unwrap();
+        let (t, m) = make(&cache, "codex");
+        assert_eq!(task_agent(&t, &m, &repo), None, "a copy in grove's cache");
+    }
 }

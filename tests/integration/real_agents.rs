@@ -502,6 +502,12 @@ fn codex_exec_through_grove_its_turn_lands_in_the_thread_once_in_order() {
     let from_rollout = codex_rollout_usage(&agent_files(&sb, "codex"));
     assert_eq!(from_rollout, served(&calls, Api::OpenAi));
     assert_tokens(&thread_dir, &row, from_rollout);
+    // The session's own running totals, as Codex last gave them: named too.
+    let meta = read_json(&thread_dir.join("thread.json"));
+    assert_eq!(
+        meta["metadata"]["capture"]["sessions"][0]["tokens"],
+        row["stats"]["tokens"]
+    );
 
     let md = ok(sb.grove(&repo).args(["export", &id, "--format", "md"]));
     assert_in_order(

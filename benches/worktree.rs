@@ -53,6 +53,10 @@ impl Env {
             .env("GROVE_HOME", self.root.join("grove-home"))
             .env("GIT_CONFIG_GLOBAL", self.root.join("gitconfig"))
             .env("GIT_CONFIG_NOSYSTEM", "1")
+            // The agents' own directories, which list looks at for sessions
+            // run by hand: the benchmark's, never the machine's.
+            .env("CLAUDE_CONFIG_DIR", self.root.join("claude"))
+            .env("CODEX_HOME", self.root.join("codex"))
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         c
@@ -124,10 +128,14 @@ fn bench_new(env: &Env) {
 fn bench_list(env: &Env) {
     let worktrees = scaled(100);
     let repo = make_repo(env, "many", 20);
+    other_codex_sessions(env, 200);
     for i in 0..worktrees {
+        // Tasks of both agents: list looks for sessions run by hand in
+        // each task's worktree.
+        let agent = if i % 2 == 0 { "claude-code" } else { "codex" };
         let out = env
             .cmd(GROVE, &repo)
-            .args(["new", "--no-hooks", &format!("task {i}")])
+            .args(["new", "--no-hooks", "--agent", agent, &format!("task {i}")])
             .stdout(Stdio::piped())
             .output()
             .expect("grove new");
@@ -180,6 +188,30 @@ fn bench_list(env: &Env) {
             b.as_secs_f64() * 1e3,
             g.as_secs_f64() / b.as_secs_f64()
         );
+    }
+}
+
+/// `n` Codex rollouts of another project in today's day directory, as a
+/// machine where Codex is used elsewhere has them (a first line as Codex
+/// writes it, with its instructions, then a little more).
+fn other_codex_sessions(env: &Env, n: usize) {
+    let day = jiff::Zoned::now().strftime("%Y/%m/%d").to_string();
+    let dir = env.root.join("codex/sessions").join(day);
+    std::fs::create_dir_all(&dir).expect("codex sessions");
+    let instructions = "You are Codex. ".repeat(1000);
+    for i in 0..n {
+        let id = format!("019a0000-0000-7000-8000-{i:012}");
+        let meta = serde_json::json!({"timestamp": "2026-01-01T00:00:00Z", "type": "session_meta",
+            "payload": {"id": id, "cwd": "/elsewhere/project", "cli_version": "0.169.0",
+                        "base_instructions": {"text": instructions}}});
+        std::fs::write(
+            dir.join(format!("rollout-2026-01-01T00-00-00-{id}.jsonl")),
+            format!(
+                "{meta}\n{}\n",
+                r#"{"type":"event_msg","payload":{"type":"task_started"}}"#
+            ),
+        )
+        .expect("rollout");
     }
 }
 

@@ -824,8 +824,9 @@ fn check_message(
     f.string(o, "", "stopReason", false);
     f.string(o, "", "model", false);
     if let Some(t) = f.object(o, "", "tokens", false) {
-        f.number(t, "tokens.", "input", false);
-        f.number(t, "tokens.", "output", false);
+        for key in atsf::Tokens::COUNTS {
+            f.number(t, "tokens.", key, false);
+        }
     }
     log.stats.message_count += 1;
     match role.as_deref() {

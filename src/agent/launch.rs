@@ -85,6 +85,46 @@ pub fn run(
     })
 }
 
+/// The version `program --version` prints (its last word that begins with
+/// a digit, `0.169.0` of `codex-cli 0.169.0`), when it says one within
+/// [`VERSION_WAIT`]. A session file grove writes names the version of the
+/// agent that will read it.
+// Asking the agent its version: a plain process, with no terminal.
+#[allow(clippy::disallowed_methods)]
+pub fn version(program: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut child = Command::new(program)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let deadline = std::time::Instant::now() + VERSION_WAIT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => break,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let mut text = String::new();
+    child.stdout.take()?.read_to_string(&mut text).ok()?;
+    text.split_whitespace()
+        .rev()
+        .find(|w| w.starts_with(|c: char| c.is_ascii_digit()))
+        .map(str::to_string)
+}
+
+/// How long [`version`] waits for the agent's answer.
+const VERSION_WAIT: Duration = Duration::from_secs(5);
+
 #[cfg(unix)]
 const SIGTERM: i32 = signal_hook::consts::SIGTERM;
 #[cfg(not(unix))]

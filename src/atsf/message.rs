@@ -164,15 +164,66 @@ pub fn completion_id(of: &str, calls: &[&str]) -> String {
     format!("{of}~done~{}", calls.join("+"))
 }
 
-/// Token usage of a message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Token usage of a message, as its agent reported it (see `docs/atsf.md`):
+/// `input` and `output` are the spec's; the others are grove's named counts
+/// of what the vendors report beside them. Each figure is the agent's own,
+/// not made comparable: Anthropic's `input` leaves out the cache's tokens,
+/// OpenAI's includes its cached ones; OpenAI's `output` includes
+/// `reasoning`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Tokens {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<u64>,
+    /// Input tokens read from the prompt cache (Anthropic's
+    /// `cache_read_input_tokens`, OpenAI's `cached_input_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read: Option<u64>,
+    /// Input tokens written to the prompt cache (Anthropic's
+    /// `cache_creation_input_tokens`, Codex's `cache_write_input_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_creation: Option<u64>,
+    /// Output tokens spent reasoning (Codex's `reasoning_output_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<u64>,
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+impl Tokens {
+    /// The named counts, in the order of [`Tokens::COUNTS`].
+    pub fn counts(&self) -> [Option<u64>; 5] {
+        [
+            self.input,
+            self.output,
+            self.cache_read,
+            self.cache_creation,
+            self.reasoning,
+        ]
+    }
+
+    /// The names of [`Tokens::counts`] as the format spells them.
+    pub const COUNTS: [&str; 5] = ["input", "output", "cacheRead", "cacheCreation", "reasoning"];
+
+    /// Tokens with these counts (in the order of [`Tokens::COUNTS`]).
+    pub fn from_counts(counts: [Option<u64>; 5]) -> Tokens {
+        let [input, output, cache_read, cache_creation, reasoning] = counts;
+        Tokens {
+            input,
+            output,
+            cache_read,
+            cache_creation,
+            reasoning,
+            extra: Extra::new(),
+        }
+    }
+
+    /// Whether no count is given (or every one is zero).
+    pub fn is_empty(&self) -> bool {
+        self.counts().iter().all(|c| c.unwrap_or(0) == 0)
+    }
 }
 
 /// State of a tool call. A value the spec does not name (`in_progress`, as

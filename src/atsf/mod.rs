@@ -27,7 +27,7 @@ pub use message::{
     COMPLETES_KEY, Diff, Message, Role, Tokens, ToolCall, ToolStatus, completion, completion_id,
 };
 pub use relationship::{RelationKind, RelationRole, Relationship, fork_title};
-pub use thread::{Agent, Context, Note, Stats, ThreadMeta, WorktreeInfo, notes};
+pub use thread::{Agent, Context, Note, Stats, ThreadMeta, TokenTotals, WorktreeInfo, notes};
 pub use time::{normalize_timestamp, now_timestamp};
 pub use version::check_spec_version;
 

@@ -170,8 +170,55 @@ pub struct Stats {
     pub user_message_count: u64,
     pub agent_message_count: u64,
     pub tool_call_count: u64,
+    /// grove's extension: the sums of the messages' token counts. Present
+    /// once an agent message was counted (zeros when none reported usage),
+    /// so its absence beside agent messages says an older grove counted
+    /// these stats and they must be counted again.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_totals"
+    )]
+    pub tokens: Option<TokenTotals>,
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+/// `stats.tokens`: the thread's token totals, each the sum of that count
+/// over its messages (see [`super::Tokens`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenTotals {
+    #[serde(default)]
+    pub input: u64,
+    #[serde(default)]
+    pub output: u64,
+    #[serde(default)]
+    pub cache_read: u64,
+    #[serde(default)]
+    pub cache_creation: u64,
+    #[serde(default)]
+    pub reasoning: u64,
+}
+
+/// `stats.tokens` when it has grove's shape; anything else (another tool's
+/// field of the same name) reads as absent, so the totals are counted
+/// again rather than the whole `thread.json` refused.
+fn lenient_totals<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<TokenTotals>, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(serde_json::from_value(v).ok())
+}
+
+impl TokenTotals {
+    /// Adds one message's counts.
+    pub fn add(&mut self, t: &super::Tokens) {
+        let n = |c: Option<u64>| c.unwrap_or(0);
+        self.input = self.input.saturating_add(n(t.input));
+        self.output = self.output.saturating_add(n(t.output));
+        self.cache_read = self.cache_read.saturating_add(n(t.cache_read));
+        self.cache_creation = self.cache_creation.saturating_add(n(t.cache_creation));
+        self.reasoning = self.reasoning.saturating_add(n(t.reasoning));
+    }
 }
 
 impl Stats {
@@ -184,20 +231,35 @@ impl Stats {
             Role::System | Role::Other(_) => {}
         }
         self.tool_call_count += message.tool_call_count() as u64;
+        if message.role == Role::Agent || message.tokens.is_some() {
+            let totals = self.tokens.get_or_insert_with(TokenTotals::default);
+            if let Some(t) = &message.tokens {
+                totals.add(t);
+            }
+        }
     }
 
-    /// True when the four counts equal `other`'s (extension fields aside).
+    /// Whether these stats lack the token totals although they count agent
+    /// messages: an older grove counted them, so they are counted again.
+    pub fn lacks_tokens(&self) -> bool {
+        self.tokens.is_none() && self.agent_message_count > 0
+    }
+
+    /// True when the counts and token totals equal `other`'s (extension
+    /// fields aside).
     pub fn same_counts(&self, other: &Stats) -> bool {
         (
             self.message_count,
             self.user_message_count,
             self.agent_message_count,
             self.tool_call_count,
+            self.tokens,
         ) == (
             other.message_count,
             other.user_message_count,
             other.agent_message_count,
             other.tool_call_count,
+            other.tokens,
         )
     }
 }

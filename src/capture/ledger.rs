@@ -44,6 +44,12 @@ fn thread_dir(repo_root: &Path, thread_id: &str) -> Result<PathBuf> {
     Ok(repo_dir(repo_root)?.join(thread_id))
 }
 
+/// A file of grove's own beside thread `thread_id`'s session entries (not
+/// a `.json`, so it is never taken for one).
+pub(crate) fn side_file(repo_root: &Path, thread_id: &str, name: &str) -> Result<PathBuf> {
+    Ok(thread_dir(repo_root, thread_id)?.join(name))
+}
+
 /// Every directory of the repository's ledger (for `gc`'s look for files a
 /// killed writer left).
 pub fn dirs(repo_root: &Path) -> Vec<PathBuf> {
@@ -118,6 +124,7 @@ pub fn sessions(repo_root: &Path, thread_id: &str) -> Vec<SessionRecord> {
     let mut out: Vec<Entry> = entries
         .flatten()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
         .filter_map(|e| read_entry(&e.path()))
         .filter(|e| plain_session_id(&e.session_id))
         .collect();

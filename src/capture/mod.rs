@@ -18,6 +18,7 @@
 //! - `opening`: the prompt grove gave the agent at launch, already in the
 //!   thread, so the session's copy is not added twice.
 
+pub mod adopt;
 pub mod hook;
 mod hookfile;
 pub mod install;
@@ -184,9 +185,11 @@ fn normalize(s: &str) -> String {
 
 /// The prompt to open a session of `meta` with: its leading user messages
 /// (the config's `initialPrompt`, then `--prompt`), when no session was
-/// captured into it yet.
+/// captured into it yet. A session recorded at launch whose agent wrote
+/// nothing (it failed before) does not count: its agent never got the
+/// prompt.
 pub fn leading_prompt(meta: &ThreadMeta, messages: &[Message]) -> Option<String> {
-    if !sessions(meta).is_empty() {
+    if sessions(meta).iter().any(|s| was_captured(meta, s)) {
         return None;
     }
     let texts: Vec<String> = messages
@@ -196,4 +199,17 @@ pub fn leading_prompt(meta: &ThreadMeta, messages: &[Message]) -> Option<String>
         .filter(|t| !t.trim().is_empty())
         .collect();
     (!texts.is_empty()).then(|| texts.join("\n\n"))
+}
+
+/// Whether anything of `session` reached the thread: grove wrote it (a
+/// resume), or a capture read some of its transcript (`seen`, `offset`).
+fn was_captured(meta: &ThreadMeta, session: &SessionRecord) -> bool {
+    let read = |key: &str| {
+        meta.metadata
+            .as_ref()
+            .and_then(|m| session_entry(m, &session.session_id))
+            .and_then(|e| e.get(key)?.as_u64())
+            .is_some_and(|n| n > 0)
+    };
+    session.exported || read("seen") || read("offset")
 }

@@ -222,7 +222,10 @@ pub fn adopt_since(
 /// The sessions this machine captured into the other threads of
 /// `thread`'s store: a session found in the worktree that is one of theirs
 /// is not adopted.
-fn sessions_of_siblings(thread: &Thread, repo_root: &Path) -> std::collections::HashSet<String> {
+pub(crate) fn sessions_of_siblings(
+    thread: &Thread,
+    repo_root: &Path,
+) -> std::collections::HashSet<String> {
     let Some(threads_dir) = thread.dir().parent() else {
         return Default::default();
     };

@@ -201,6 +201,122 @@ pub fn sessions_since(native: Native, cwd: &Path, since: SystemTime) -> Vec<Foun
     found.into_iter().map(|(_, f)| f).collect()
 }
 
+/// What [`created_since`] found.
+#[derive(Debug, Default)]
+pub struct Created {
+    /// The sessions, oldest first.
+    pub found: Vec<Found>,
+    /// A directory was listed (something appeared since).
+    pub listed: bool,
+    /// A rollout's first line could not be read yet (Codex still writing
+    /// it): the next look must look again.
+    pub unsure: bool,
+}
+
+/// The sessions of `native` run in `cwd` whose files appeared since
+/// `since`, found cheaply: a directory not changed since then (a new file
+/// changes its directory's time) is not listed, and only files changed
+/// since are looked at.
+pub fn created_since(native: Native, cwd: &Path, since: SystemTime) -> Created {
+    let changed = |p: &Path| modified(p) >= since;
+    let files = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "jsonl") && changed(p))
+            .collect()
+    };
+    let mut found: Vec<(SystemTime, Found)> = Vec::new();
+    let mut created = Created::default();
+    match native {
+        Native::Claude => {
+            let Some(dir) = claude_project_dir(cwd).filter(|d| changed(d)) else {
+                return created;
+            };
+            created.listed = true;
+            for path in files(&dir) {
+                let Some(stem) = path.file_stem().map(|n| n.to_string_lossy().into_owned()) else {
+                    continue;
+                };
+                if !stem.starts_with("agent-") {
+                    found.push((
+                        modified(&path),
+                        Found {
+                            session_id: stem,
+                            transcript: path,
+                        },
+                    ));
+                }
+            }
+        }
+        Native::Codex => {
+            for day in rollout_days(since).into_iter().filter(|d| changed(d)) {
+                created.listed = true;
+                for path in files(&day) {
+                    let named = path
+                        .file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with("rollout-"));
+                    if !named {
+                        continue;
+                    }
+                    let Some((id, session_cwd)) = codex_meta_once(&path) else {
+                        created.unsure = true;
+                        continue;
+                    };
+                    if same_dir(Path::new(&session_cwd), cwd) {
+                        found.push((
+                            modified(&path),
+                            Found {
+                                session_id: id,
+                                transcript: path,
+                            },
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    found.sort_by_key(|(t, _)| *t);
+    created.found = found.into_iter().map(|(_, f)| f).collect();
+    created
+}
+
+/// Codex's day directories that may hold a rollout started since `since`
+/// (named in local time: from the UTC day before on).
+fn rollout_days(since: SystemTime) -> Vec<PathBuf> {
+    let Some(root) = codex_home().map(|h| h.join("sessions")) else {
+        return Vec::new();
+    };
+    let t =
+        jiff::Timestamp::try_from(since).unwrap_or_default() - jiff::SignedDuration::from_hours(24);
+    let first = t.strftime("%Y/%m/%d").to_string();
+    let (year, month) = (&first[..4], &first[..7]);
+    let name = |p: &Path| {
+        p.strip_prefix(&root)
+            .map(|p| p.to_string_lossy().replace('\\', "/"))
+            .unwrap_or_default()
+    };
+    let mut out = Vec::new();
+    for y in sorted_dirs(&root)
+        .into_iter()
+        .filter(|y| name(y).as_str() >= year)
+    {
+        for m in sorted_dirs(&y)
+            .into_iter()
+            .filter(|m| name(m).as_str() >= month)
+        {
+            out.extend(
+                sorted_dirs(&m)
+                    .into_iter()
+                    .filter(|d| name(d).as_str() >= first.as_str()),
+            );
+        }
+    }
+    out
+}
+
 fn modified(p: &Path) -> SystemTime {
     std::fs::metadata(p)
         .and_then(|m| m.modified())
@@ -213,6 +329,23 @@ fn same_dir(a: &Path, b: &Path) -> bool {
             (Ok(a), Ok(b)) => a == b,
             _ => false,
         }
+}
+
+/// [`codex_meta`], read once per process: `grove list` looks for the
+/// sessions of every Codex task in the same day directories.
+fn codex_meta_once(path: &Path) -> Option<(String, String)> {
+    type Seen = std::collections::HashMap<PathBuf, Option<(String, String)>>;
+    static SEEN: std::sync::OnceLock<std::sync::Mutex<Seen>> = std::sync::OnceLock::new();
+    let seen = SEEN.get_or_init(Default::default);
+    if let Some(known) = seen.lock().ok()?.get(path) {
+        return known.clone();
+    }
+    let meta = codex_meta(path);
+    // A first line not read whole yet may be later: only answers are kept.
+    if meta.is_some() {
+        seen.lock().ok()?.insert(path.to_path_buf(), meta.clone());
+    }
+    meta
 }
 
 /// The session id and cwd from a rollout's `session_meta` line.

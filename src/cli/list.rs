@@ -3,6 +3,7 @@
 use std::io::Write;
 use std::path::Path;
 
+use grove::capture::adopt;
 use grove::capture::state::{self, AgentState};
 use grove::discovery::{self, Found, Options, Status};
 use grove::graph::Graph;
@@ -435,9 +436,12 @@ fn write_row(
 }
 
 /// Captures what the hooks missed for the listed tasks (a transcript that
-/// grew since its last capture), and reads their thread.json again.
+/// grew since its last capture; a session of the task's agent run by hand
+/// in its worktree, looked for once per worktree), and reads their
+/// thread.json again.
 fn catch_up(threads: &mut [Found]) -> Vec<String> {
     let mut warnings = Vec::new();
+    let mut looked = std::collections::HashSet::new();
     for f in threads.iter_mut() {
         if f.from_cache
             || f.thread
@@ -445,6 +449,25 @@ fn catch_up(threads: &mut [Found]) -> Vec<String> {
                 .starts_with(grove::home::cache_root().unwrap_or_default())
         {
             continue;
+        }
+        if let Some((_, worktree)) = adopt::task_agent(&f.thread, &f.meta, &f.repo_root)
+            && looked.insert(worktree)
+        {
+            match adopt::look(&f.thread, &f.meta, &f.repo_root) {
+                Ok(a) => {
+                    if a.sessions > 0
+                        && let Ok(meta) = f.thread.meta()
+                    {
+                        f.meta = meta;
+                    }
+                    warnings.extend(
+                        a.problems
+                            .into_iter()
+                            .map(|e| format!("thread {}: capture: {e}", f.meta.thread_id)),
+                    );
+                }
+                Err(e) => warnings.push(format!("thread {}: capture: {e}", f.meta.thread_id)),
+            }
         }
         if !grove::capture::sync::pending(&f.repo_root, &f.meta) {
             continue;

@@ -125,8 +125,20 @@ fn place(
 }
 
 /// What the agent's earlier sessions wrote and no capture brought yet goes
-/// into the thread first, so the session written is the whole thread.
+/// into the thread first (a session run by hand in the worktree too), so
+/// the session written is the whole thread, in order.
 fn catch_up(thread: &Thread, repo_root: &Path, out: &Output) {
+    match thread
+        .meta()
+        .and_then(|meta| grove::capture::adopt::look(thread, &meta, repo_root))
+    {
+        Ok(a) => {
+            for e in a.problems {
+                out.warn(&e);
+            }
+        }
+        Err(e) => out.warn(&format!("finding sessions run by hand: {e}")),
+    }
     match grove::capture::sync::catch_up(thread, repo_root) {
         Ok((_, errors)) => {
             for e in errors {

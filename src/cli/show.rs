@@ -142,19 +142,40 @@ fn catch_up(thread: &grove::store::Thread, repo_root: &Path, out: &Output) -> bo
     let Ok(meta) = thread.meta() else {
         return false;
     };
+    // A session of the task's agent run by hand in its worktree.
+    let adopted = match grove::capture::adopt::look(thread, &meta, repo_root) {
+        Ok(a) => {
+            for e in &a.problems {
+                out.warn(&format!("capture: {e}"));
+            }
+            a
+        }
+        Err(e) => {
+            out.warn(&format!("capture: {e}"));
+            Default::default()
+        }
+    };
+    let meta = if adopted.sessions > 0 {
+        match thread.meta() {
+            Ok(m) => m,
+            Err(_) => return adopted.added > 0,
+        }
+    } else {
+        meta
+    };
     if !grove::capture::sync::pending(repo_root, &meta) {
-        return false;
+        return adopted.added > 0;
     }
     match grove::capture::sync::catch_up(thread, repo_root) {
         Ok((n, errors)) => {
             for e in errors {
                 out.warn(&format!("capture: {e}"));
             }
-            n > 0
+            adopted.added + n > 0
         }
         Err(e) => {
             out.warn(&format!("capture: {e}"));
-            false
+            adopted.added > 0
         }
     }
 }

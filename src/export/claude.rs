@@ -259,14 +259,7 @@ impl Writer<'_> {
             .or_insert_with(|| m.stop_reason.clone().map_or(Value::Null, Value::from));
         message.entry("stop_sequence").or_insert(Value::Null);
         if !message.contains_key("usage") {
-            let t = m.tokens.as_ref();
-            message.insert(
-                "usage".into(),
-                json!({
-                    "input_tokens": t.and_then(|t| t.input).unwrap_or(0),
-                    "output_tokens": t.and_then(|t| t.output).unwrap_or(0),
-                }),
-            );
+            message.insert("usage".into(), usage(m.tokens.as_ref()));
         }
         rec.insert("message".into(), Value::Object(message));
         let uuid = self.uuid_of(m, &mut rec);
@@ -395,4 +388,20 @@ impl Writer<'_> {
             ContentBlock::Unknown(map) => self.assets.inline(&Value::Object(map.clone())),
         })
     }
+}
+
+/// A message's tokens as the `usage` of Claude Code's records: input and
+/// output always, the cache's counts when the message has them.
+fn usage(t: Option<&crate::atsf::Tokens>) -> Value {
+    let mut u = json!({
+        "input_tokens": t.and_then(|t| t.input).unwrap_or(0),
+        "output_tokens": t.and_then(|t| t.output).unwrap_or(0),
+    });
+    if let Some(n) = t.and_then(|t| t.cache_read) {
+        u["cache_read_input_tokens"] = Value::from(n);
+    }
+    if let Some(n) = t.and_then(|t| t.cache_creation) {
+        u["cache_creation_input_tokens"] = Value::from(n);
+    }
+    u
 }

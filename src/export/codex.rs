@@ -19,11 +19,50 @@ use crate::atsf::{ContentBlock, Message, Role, ToolCall, ToolStatus};
 use crate::error::{Error, Result};
 use crate::store::Thread;
 
-/// Writes `thread` as Codex session `session` run in `cwd`.
+/// What a rollout says of the Codex that is to read it back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodexSetup {
+    /// The model provider the user configured: a session whose provider
+    /// is not configured is refused ("model provider … is no longer
+    /// configured").
+    pub model_provider: String,
+    /// The installed Codex's version, when it could say.
+    pub cli_version: Option<String>,
+}
+
+impl CodexSetup {
+    /// The user's setup: `model_provider` of `$CODEX_HOME/config.toml` (its
+    /// profile's, when it names one; `openai` when it names none), and the
+    /// version of the `codex` on `PATH`.
+    pub fn detect() -> CodexSetup {
+        let program = which::which("codex").ok();
+        CodexSetup {
+            model_provider: configured_provider().unwrap_or_else(|| "openai".into()),
+            cli_version: program.and_then(|p| crate::agent::launch::version(&p)),
+        }
+    }
+}
+
+/// `model_provider` in Codex's config (the active profile's first).
+fn configured_provider() -> Option<String> {
+    let path = crate::capture::transcripts::codex_home()?.join("config.toml");
+    let text = crate::fsutil::read_opt(&path).ok()??;
+    let config: toml::Table = std::str::from_utf8(&text).ok()?.parse().ok()?;
+    let provider = |t: &toml::Table| t.get("model_provider")?.as_str().map(str::to_string);
+    let profile = config
+        .get("profile")
+        .and_then(|p| p.as_str())
+        .and_then(|p| config.get("profiles")?.get(p)?.as_table());
+    profile.and_then(provider).or_else(|| provider(&config))
+}
+
+/// Writes `thread` as Codex session `session` run in `cwd`, for the Codex
+/// of `setup`.
 pub fn write(
     thread: &Thread,
     session: &str,
     cwd: &Path,
+    setup: &CodexSetup,
     out: &mut dyn Write,
 ) -> Result<NativeExport> {
     let (mut report, messages, meta) = native::begin(thread, session)?;
@@ -32,19 +71,26 @@ pub fn write(
         .as_ref()
         .and_then(|m| m.get("codex"))
         .and_then(Value::as_object);
-    let version = kept_meta
-        .and_then(|m| m.get("cli_version"))
-        .and_then(Value::as_str)
-        .unwrap_or("0.0.0")
-        .to_string();
+    // The installed Codex's, else that of the rollout re-exported.
+    let version = setup
+        .cli_version
+        .clone()
+        .or_else(|| {
+            kept_meta
+                .and_then(|m| m.get("cli_version"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| "0.0.0".into());
     let mut w = Writer {
         out,
         cwd: cwd.to_string_lossy().into_owned(),
         assets: Assets::of(thread),
         model: None,
-        totals: (0, 0),
+        totals: [0; 5],
         time: meta.created_at.clone(),
         path: thread.dir().to_path_buf(),
+        turns: Turns::default(),
     };
     w.record(
         "session_meta",
@@ -55,6 +101,7 @@ pub fn write(
             "originator": "codex_cli_rs",
             "cli_version": version,
             "source": "cli",
+            "model_provider": setup.model_provider,
         }),
         None,
     )?;
@@ -63,8 +110,28 @@ pub fn write(
             report.messages += 1;
         }
     }
+    w.end_turn()?;
     report.missing_assets(&w.assets);
     Ok(report)
+}
+
+/// Where the rollout is in the conversation's turns: each turn is opened
+/// by a `task_started` event and closed by a `task_complete` (without it,
+/// Codex takes the turn for interrupted). A rollout's own events are kept
+/// where they were; the ones it lacks (another agent's thread, the last
+/// turn's end that came after the last message) are written.
+#[derive(Default)]
+struct Turns {
+    /// Turns opened so far, by a kept event or a written one.
+    started: usize,
+    /// Kept `task_started` events met so far.
+    kept_started: usize,
+    open: bool,
+    /// An agent message was written since the turn opened.
+    answered: bool,
+    /// The text of the last agent message of the turn.
+    last_text: Option<String>,
+    turn_id: String,
 }
 
 struct Writer<'a> {
@@ -73,13 +140,95 @@ struct Writer<'a> {
     assets: Assets,
     /// The model the last `turn_context` named.
     model: Option<String>,
-    /// Token totals so far (input, output).
-    totals: (u64, u64),
+    /// Token totals so far, in the order of [`CODEX_KEYS`].
+    totals: [u64; 5],
     time: String,
     path: std::path::PathBuf,
+    turns: Turns,
 }
 
 impl Writer<'_> {
+    /// Opens a turn, with a `task_started` event of grove's.
+    fn start_turn(&mut self) -> Result<()> {
+        self.end_turn()?;
+        let id = uuid::Uuid::now_v7().to_string();
+        let started_at = self
+            .time
+            .parse::<jiff::Timestamp>()
+            .map_or(0, |t| t.as_second());
+        self.record(
+            "event_msg",
+            json!({"type": "task_started", "turn_id": id, "started_at": started_at,
+                   "collaboration_mode_kind": "default"}),
+            None,
+        )?;
+        self.turns.turn_id = id;
+        self.opened();
+        Ok(())
+    }
+
+    fn opened(&mut self) {
+        self.turns.started += 1;
+        self.turns.open = true;
+        self.turns.answered = false;
+        self.turns.last_text = None;
+    }
+
+    /// Closes the open turn, with a `task_complete` event of grove's.
+    fn end_turn(&mut self) -> Result<()> {
+        if !self.turns.open {
+            return Ok(());
+        }
+        self.turns.open = false;
+        let completed_at = self
+            .time
+            .parse::<jiff::Timestamp>()
+            .map_or(0, |t| t.as_second());
+        let payload = json!({"type": "task_complete", "turn_id": self.turns.turn_id,
+            "last_agent_message": self.turns.last_text, "completed_at": completed_at});
+        self.record("event_msg", payload, None)
+    }
+
+    /// A user's prompt: a new turn, unless the turn just opened (its
+    /// `task_started` kept before the prompt) has no answer yet.
+    fn prompt_turn(&mut self) -> Result<()> {
+        if self.turns.open && !self.turns.answered {
+            return Ok(());
+        }
+        self.start_turn()
+    }
+
+    /// Whether a kept record is written: a turn's event that repeats what
+    /// was written already is not.
+    fn keep_turn_event(&mut self, record: &Value) -> Result<bool> {
+        if record.get("type").and_then(Value::as_str) != Some("event_msg") {
+            return Ok(true);
+        }
+        match record.pointer("/payload/type").and_then(Value::as_str) {
+            Some("task_started") => {
+                self.turns.kept_started += 1;
+                if self.turns.kept_started <= self.turns.started {
+                    // Its turn was opened already, before its prompt.
+                    return Ok(false);
+                }
+                self.end_turn()?;
+                self.turns.turn_id = record
+                    .pointer("/payload/turn_id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                self.opened();
+                Ok(true)
+            }
+            Some("task_complete") => {
+                let keep = self.turns.open;
+                self.turns.open = false;
+                Ok(keep)
+            }
+            _ => Ok(true),
+        }
+    }
+
     fn emit(&mut self, record: &Value) -> Result<()> {
         let mut line = serde_json::to_vec(record).map_err(|e| Error::Other(e.to_string()))?;
         line.push(b'\n');
@@ -100,6 +249,9 @@ impl Writer<'_> {
     /// Records carried whole: written back as they were.
     fn carried(&mut self, records: Option<&Value>) -> Result<()> {
         for r in records.and_then(Value::as_array).into_iter().flatten() {
+            if !self.keep_turn_event(r)? {
+                continue;
+            }
             let r = self.assets.inline(r);
             if r.get("type").and_then(Value::as_str) == Some("turn_context")
                 && let Some(model) = r.pointer("/payload/model").and_then(Value::as_str)
@@ -125,8 +277,21 @@ impl Writer<'_> {
             true
         } else {
             match m.role {
-                Role::User => self.user(m)?,
-                Role::Agent => self.agent(m)?,
+                Role::User => {
+                    self.prompt_turn()?;
+                    self.user(m)?
+                }
+                Role::Agent => {
+                    if !self.turns.open {
+                        self.start_turn()?;
+                    }
+                    let text = m.text();
+                    if !text.is_empty() {
+                        self.turns.last_text = Some(text);
+                    }
+                    self.turns.answered = true;
+                    self.agent(m)?
+                }
                 _ => self.system(m)?,
             }
         };
@@ -225,8 +390,15 @@ impl Writer<'_> {
         let mut item = Self::kept(m, "message");
         item.remove("internal_chat_message_metadata_passthrough");
         item.insert("type".into(), Value::from("message"));
-        // Context for the agent, not the user's words.
-        item.insert("role".into(), Value::from("developer"));
+        // Context for the agent, not the user's words: in the role Codex
+        // gave it (`<environment_context>` is a `user` item), else as the
+        // developer's.
+        if !matches!(
+            item.get("role").and_then(Value::as_str),
+            Some("user" | "developer" | "system")
+        ) {
+            item.insert("role".into(), Value::from("developer"));
+        }
         item.insert("content".into(), Value::Array(content));
         self.record("response_item", Value::Object(item), Some(&m.id))?;
         Ok(true)
@@ -408,19 +580,33 @@ impl Writer<'_> {
                     _ => items.push(self.assets.inline(b)),
                 }
             }
-            return if failed {
+            // As for text below: a Codex call's failure keeps its object.
+            return if failed && call.extra.contains_key("codex") {
                 json!({"content": items, "success": false})
             } else {
                 Value::Array(items)
             };
         }
         if let Some(code) = call.extra.get("exitCode").and_then(Value::as_i64) {
+            // Codex's own text says its exit code: as it was. Else the older
+            // JSON string holding it.
+            if crate::import::codex::exit_code_in(&text) == Some(code) {
+                return Value::from(text);
+            }
             return Value::from(
                 json!({"output": text, "metadata": {"exit_code": code}}).to_string(),
             );
         }
         if failed {
-            return json!({"content": text, "success": false});
+            // A Codex call failed without an exit code: its output was the
+            // object saying so, written back as it was. Another agent's
+            // error is its text: Codex 0.169 reads an output as text or
+            // content items (an object it does not know reads as "aborted").
+            return if call.extra.contains_key("codex") {
+                json!({"content": text, "success": false})
+            } else {
+                Value::from(text)
+            };
         }
         // Plain text, unless reading it back would take it for more.
         let plain_ok = serde_json::from_str::<Value>(&text)
@@ -432,25 +618,34 @@ impl Writer<'_> {
         if plain_ok {
             Value::from(text)
         } else {
-            json!({"content": text, "success": true})
+            // As one content item (Codex reads no object here).
+            json!([{"type": "input_text", "text": text}])
         }
     }
 
+    /// A `token_count` event after a reply: its usage and the running
+    /// totals, in Codex's keys.
     fn tokens(&mut self, t: &crate::atsf::Tokens) -> Result<()> {
-        self.totals.0 += t.input.unwrap_or(0);
-        self.totals.1 += t.output.unwrap_or(0);
-        let mut last = t.extra.clone();
-        if let Some(n) = t.input {
-            last.insert("input_tokens".into(), Value::from(n));
+        let counts = t.counts();
+        let mut last = Map::new();
+        for (i, key) in CODEX_KEYS.iter().enumerate() {
+            let n = counts[i].unwrap_or(0);
+            self.totals[i] += n;
+            last.insert((*key).into(), Value::from(n));
         }
-        if let Some(n) = t.output {
-            last.insert("output_tokens".into(), Value::from(n));
-        }
-        let total = json!({
-            "input_tokens": self.totals.0,
-            "output_tokens": self.totals.1,
-            "total_tokens": self.totals.0 + self.totals.1,
-        });
+        last.insert(
+            "total_tokens".into(),
+            Value::from(counts[0].unwrap_or(0) + counts[1].unwrap_or(0)),
+        );
+        let mut total: Map<String, Value> = CODEX_KEYS
+            .iter()
+            .zip(self.totals)
+            .map(|(k, n)| ((*k).to_string(), Value::from(n)))
+            .collect();
+        total.insert(
+            "total_tokens".into(),
+            Value::from(self.totals[0] + self.totals[1]),
+        );
         self.record(
             "event_msg",
             json!({"type": "token_count", "info": {"total_token_usage": total, "last_token_usage": last}}),
@@ -458,3 +653,12 @@ impl Writer<'_> {
         )
     }
 }
+
+/// Codex's usage keys, in the order of [`crate::atsf::Tokens::COUNTS`].
+const CODEX_KEYS: [&str; 5] = [
+    "input_tokens",
+    "output_tokens",
+    "cached_input_tokens",
+    "cache_write_input_tokens",
+    "reasoning_output_tokens",
+];

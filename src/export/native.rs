@@ -201,7 +201,10 @@ pub fn write(
     thread.guard()?;
     match native {
         crate::agent::Native::Claude => super::claude::write(thread, session, cwd, out),
-        crate::agent::Native::Codex => super::codex::write(thread, session, cwd, out),
+        crate::agent::Native::Codex => {
+            let setup = super::codex::CodexSetup::detect();
+            super::codex::write(thread, session, cwd, &setup, out)
+        }
     }
 }
 

@@ -186,6 +186,7 @@ fn message(
             input,
             output,
             extra,
+            ..Default::default()
         });
     }
     msg.stop_reason = obj

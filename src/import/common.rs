@@ -218,3 +218,73 @@ pub(crate) fn anthropic_block(map: &serde_json::Map<String, serde_json::Value>) 
         _ => ContentBlock::Unknown(map.clone()),
     }
 }
+
+/// A usage's counts, in the order of [`crate::atsf::Tokens::COUNTS`], read
+/// from the vendor's keys named in the same order (`None`: the vendor has
+/// no such count).
+pub(crate) fn usage_counts(usage: &serde_json::Value, keys: [Option<&str>; 5]) -> [Option<u64>; 5] {
+    keys.map(|k| k.and_then(|k| usage.get(k)?.as_u64()))
+}
+
+/// What usage `now` adds to what was `counted` of the same total (a reply
+/// Claude Code wrote as several records, or Codex's running totals): per
+/// count, what exceeds it; `counted` is raised to `now`. `None` when it
+/// adds nothing, so a repeated usage is never counted twice.
+pub(crate) fn usage_added(
+    counted: &mut [u64; 5],
+    now: [Option<u64>; 5],
+) -> Option<crate::atsf::Tokens> {
+    let mut added = [None; 5];
+    for (i, n) in now.iter().enumerate() {
+        if let Some(n) = *n
+            && n > counted[i]
+        {
+            added[i] = Some(n - counted[i]);
+            counted[i] = n;
+        }
+    }
+    let t = crate::atsf::Tokens::from_counts(added);
+    (!t.is_empty()).then_some(t)
+}
+
+/// `extra` added to the counts of `into` (a message gets the usage of
+/// more than one record).
+pub(crate) fn add_usage(into: &mut Option<crate::atsf::Tokens>, extra: crate::atsf::Tokens) {
+    let Some(t) = into else {
+        *into = Some(extra);
+        return;
+    };
+    let sum = |a: Option<u64>, b: Option<u64>| match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
+    };
+    let a = t.counts();
+    let b = extra.counts();
+    let summed = std::array::from_fn(|i| sum(a[i], b[i]));
+    let kept = std::mem::take(&mut t.extra);
+    *t = crate::atsf::Tokens::from_counts(summed);
+    t.extra = kept;
+}
+
+#[cfg(test)]
+mod usage_tests {
+    use super::*;
+
+    #[test]
+    fn a_usage_repeated_or_growing_adds_only_what_is_new() {
+        let mut counted = [0; 5];
+        let first = usage_added(&mut counted, [Some(3), Some(1), Some(100), None, None]).unwrap();
+        assert_eq!(first.counts(), [Some(3), Some(1), Some(100), None, None]);
+        // The same reply again, its output grown: only the growth.
+        let later = usage_added(&mut counted, [Some(3), Some(40), Some(100), None, None]).unwrap();
+        assert_eq!(later.counts(), [None, Some(39), None, None, None]);
+        // Repeated as it was: nothing.
+        assert!(usage_added(&mut counted, [Some(3), Some(40), Some(100), None, None]).is_none());
+        let mut sum = Some(first);
+        add_usage(&mut sum, later);
+        assert_eq!(
+            sum.unwrap().counts(),
+            [Some(3), Some(40), Some(100), None, None]
+        );
+    }
+}

@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use super::{ImportedThread, Summary, read_object};
-use crate::atsf::{self, ContentBlock, Context, Extra, Message, Role, Tokens};
+use crate::atsf::{self, ContentBlock, Context, Message, Role, Tokens};
 use crate::error::{Error, IoContext, Result};
 
 /// Imports every feature of the `.dagent` directory at `path` (or of the
@@ -390,7 +390,7 @@ fn chat_message(e: &Map<String, Value>, summary: &mut Summary) -> Message {
         m.tokens = Some(Tokens {
             input: tokens.get("input").and_then(Value::as_u64),
             output: tokens.get("output").and_then(Value::as_u64),
-            extra: Extra::new(),
+            ..Default::default()
         });
     }
     let mut rest = e.clone();

@@ -606,6 +606,7 @@ fn record(r: &Map<String, Value>, time: String, summary: &mut Summary) -> Messag
             input,
             output,
             extra,
+            ..Default::default()
         });
     }
     let mut kept = r.clone();

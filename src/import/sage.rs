@@ -389,7 +389,7 @@ impl Mapper<'_> {
         m.tokens = r.raw.get("usage").map(|u| Tokens {
             input: u.get("inputTokens").and_then(Value::as_u64),
             output: u.get("outputTokens").and_then(Value::as_u64),
-            extra: Extra::new(),
+            ..Default::default()
         });
         let mut rest: Map<String, Value> = r.raw.clone();
         if let Some(Value::Object(m)) = rest.get_mut("message") {

@@ -40,6 +40,9 @@ pub(super) struct Stream {
     /// message wait for the next import.
     hold_trailing: bool,
     live: bool,
+    /// The last message is an agent's whose usage is still to come (see
+    /// [`Stream::awaiting_usage`]).
+    awaiting_usage: bool,
     waiting: Vec<(u64, Map<String, Value>)>,
     queue: Vec<Held>,
     emitted: u64,
@@ -66,6 +69,7 @@ impl Stream {
             key,
             hold_trailing,
             live,
+            awaiting_usage: false,
             waiting: Vec::new(),
             queue: Vec::new(),
             emitted: 0,
@@ -76,6 +80,14 @@ impl Stream {
     /// The last message sent, while it is still held back (not written).
     pub fn held_mut(&mut self) -> Option<&mut Message> {
         self.queue.last_mut().map(|h| &mut h.message)
+    }
+
+    /// Says whether the last message sent waits for its usage (Codex
+    /// writes a response's token figures after its items): while the
+    /// session may be running, such a message is left for the next import,
+    /// so its usage joins it rather than being lost.
+    pub fn awaiting_usage(&mut self, yes: bool) {
+        self.awaiting_usage = yes;
     }
 
     /// The index the next message gets.
@@ -116,6 +128,19 @@ impl Stream {
         if !self.live {
             return self.queue.len();
         }
+        let last = self.queue.len().saturating_sub(1);
+        let usage_due = self.awaiting_usage
+            && self
+                .queue
+                .last()
+                .is_some_and(|h| h.message.role == Role::Agent);
+        let from = self.open_calls_from();
+        if usage_due { from.min(last) } else { from }
+    }
+
+    /// Where the queue's first reply with calls still open starts, unless
+    /// a prompt came after it.
+    fn open_calls_from(&self) -> usize {
         let Some(first) = self.queue.iter().position(|h| has_open_calls(&h.message)) else {
             return self.queue.len();
         };
@@ -181,7 +206,7 @@ impl Stream {
             for _ in deferred..self.queue.len() {
                 out.summary().skip(
                     summary_kind,
-                    "the session is running and a tool call has no result yet; the next import brings it"
+                    "the session is running and its last reply is not complete yet (a tool call's result, its usage); the next import brings it"
                         .into(),
                 );
             }

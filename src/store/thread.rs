@@ -492,7 +492,7 @@ impl ThreadLock<'_> {
     /// stats when the recorded ones do not describe these bytes.
     fn check_log(&self, meta: &ThreadMeta, clean_len: u64) -> Result<Option<Stats>> {
         let recorded = recorded_length(meta);
-        if recorded == Some(clean_len) {
+        if recorded == Some(clean_len) && !meta.stats.lacks_tokens() {
             return Ok(None);
         }
         if let Some(r) = recorded

@@ -288,6 +288,43 @@ fn stats_are_recounted_when_the_log_was_changed_behind_grove() {
 }
 
 #[test]
+fn token_totals_an_older_grove_did_not_keep_are_counted_at_the_next_append() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let id = new_thread(&sb, &repo, "t");
+    let agent = |id: &str, input: u64| {
+        format!(
+            "{{\"id\":\"{id}\",\"role\":\"agent\",\"content\":[{{\"type\":\"text\",\"text\":\"x\"}}],\"tokens\":{{\"input\":{input},\"output\":2,\"cacheRead\":5}}}}\n"
+        )
+    };
+    append_stdin(&sb, &repo, &id, &agent("a1", 10));
+    let path = thread_dir(&repo, &id).join("thread.json");
+    let meta = read_json(&path);
+    assert_eq!(
+        meta["stats"]["tokens"],
+        serde_json::json!({"input": 10, "output": 2, "cacheRead": 5, "cacheCreation": 0, "reasoning": 0})
+    );
+    // thread.json as an older grove wrote it: no token totals.
+    let mut old = meta.clone();
+    old["stats"].as_object_mut().unwrap().remove("tokens");
+    std::fs::write(&path, serde_json::to_vec_pretty(&old).unwrap()).unwrap();
+    append_stdin(&sb, &repo, &id, &agent("a2", 7));
+    let meta = read_json(&path);
+    assert_eq!(
+        meta["stats"]["tokens"]["input"], 17,
+        "both messages counted"
+    );
+    assert_eq!(meta["stats"]["tokens"]["cacheRead"], 10);
+    // A user-only thread keeps no totals.
+    let other = new_thread(&sb, &repo, "u");
+    ok(sb
+        .grove(&repo)
+        .args(["append", &other, "--role", "user", "--text", "a"]));
+    let meta = read_json(&thread_dir(&repo, &other).join("thread.json"));
+    assert!(meta["stats"].get("tokens").is_none(), "{}", meta["stats"]);
+}
+
+#[test]
 fn inline_images_become_content_addressed_assets_once() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");

@@ -600,20 +600,35 @@ fn codex_0_15x_outputs_tokens_injected_context_and_compaction() {
     let pr = call("mcp__github__create_pull_request", 0);
     assert_eq!(pr["status"], "failed");
     assert!(pr["output"].as_str().unwrap().contains("403"));
-    // Token figures: on the message they follow, and the thread's totals.
+    // Token figures: on the message they follow, as named counts, and the
+    // thread's totals. The answer carries what the running totals grew by
+    // since the first call's (the responses between gave no figures).
     let first_call = m
         .iter()
         .find(|x| x["toolCalls"][0]["toolCallId"] == "call_test1")
         .unwrap();
-    assert_eq!(first_call["tokens"]["input"], 18211);
-    assert_eq!(first_call["tokens"]["cached_input_tokens"], 11008);
+    assert_eq!(
+        first_call["tokens"],
+        serde_json::json!({"input": 18211, "output": 96, "cacheRead": 11008, "reasoning": 40})
+    );
     let answer = m
         .iter()
         .find(|x| first_text(x).starts_with("Rounding now"))
         .unwrap();
-    assert_eq!(answer["tokens"]["input"], 21102);
+    assert_eq!(
+        answer["tokens"],
+        serde_json::json!({
+            "input": 61004 - 18211, "output": 512 - 96,
+            "cacheRead": 40960 - 11008, "reasoning": 128 - 40
+        })
+    );
     let meta = read_json(&dir.join("thread.json"));
-    assert_eq!(meta["metadata"]["import"]["tokens"]["total_tokens"], 61516);
+    let totals = serde_json::json!({
+        "input": 61004, "output": 512, "cacheRead": 40960, "cacheCreation": 0, "reasoning": 128
+    });
+    assert_eq!(meta["stats"]["tokens"], totals);
+    assert_eq!(meta["metadata"]["import"]["tokens"]["input"], 61004);
+    assert_eq!(meta["metadata"]["import"]["tokens"]["reasoning"], 128);
     assert_eq!(meta["metadata"]["codex"]["turnContext"]["effort"], "high");
     // A compaction with an empty message says what it kept, its image an asset.
     let compacted = m

@@ -124,6 +124,52 @@ fn real_claude_transcripts_import_with_exact_counts_and_subagent_threads() {
 }
 
 #[test]
+fn real_claude_transcripts_token_totals_count_each_reply_once_at_its_final_usage() {
+    let sb = Sandbox::new();
+    let dir = sb.dir("p");
+    let src = claude_fixtures(&sb, "project");
+    import(&sb, &dir, &[src.to_str().unwrap()]);
+    // Computed from the files: Claude Code 1.0.x writes a reply as one
+    // record per block, the first ones with the output counted so far; a
+    // reply's usage is its last record's.
+    let mut replies: BTreeMap<String, serde_json::Value> = BTreeMap::new();
+    let mut files = vec![];
+    for e in std::fs::read_dir(&src).unwrap() {
+        files.push(e.unwrap().path());
+    }
+    for f in files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|x| x == "jsonl"))
+    {
+        for line in std::fs::read_to_string(f).unwrap().lines() {
+            let Ok(r) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            if r["type"] == "assistant" && r["message"]["usage"].is_object() {
+                let id = r["message"]["id"].as_str().unwrap().to_string();
+                replies.insert(id, r["message"]["usage"].clone());
+            }
+        }
+    }
+    let keys = [
+        ("input", "input_tokens"),
+        ("output", "output_tokens"),
+        ("cacheRead", "cache_read_input_tokens"),
+        ("cacheCreation", "cache_creation_input_tokens"),
+    ];
+    let rows = list_rows(&sb, &dir);
+    for (named, raw) in keys {
+        let want: u64 = replies.values().map(|u| u[raw].as_u64().unwrap_or(0)).sum();
+        let got: u64 = rows
+            .iter()
+            .map(|r| r["stats"]["tokens"][named].as_u64().unwrap_or(0))
+            .sum();
+        assert!(want > 0, "{raw} in the fixtures");
+        assert_eq!(got, want, "{named}");
+    }
+}
+
+#[test]
 fn importing_again_adds_nothing_and_a_grown_source_adds_only_new_records() {
     let sb = Sandbox::new();
     let dir = sb.dir("p");

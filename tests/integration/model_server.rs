@@ -70,9 +70,12 @@ pub const SIGNATURE: &str = "c2NyaXB0ZWQtbW9kZWwtc2lnbmF0dXJl";
 /// The encrypted content of every reasoning item the server sends.
 pub const ENCRYPTED: &str = "c2NyaXB0ZWQtcmVhc29uaW5n";
 
-/// The usage every answer reports (Anthropic: input, output, cache read,
-/// cache creation; OpenAI: input, cached, output, reasoning).
-pub const USAGE: [u64; 4] = [120, 17, 80, 30];
+/// The usage answer number `n` reports: input, output, cache read (OpenAI:
+/// cached), cache creation (OpenAI: reasoning). Each answer's differs, so a
+/// usage counted twice or left out shows in any sum.
+pub fn usage(n: u64) -> [u64; 4] {
+    [119 + n, 16 + n, 79 + n, 29 + n]
+}
 
 /// A request the server received.
 #[derive(Debug, Clone)]
@@ -88,6 +91,8 @@ pub struct Request {
     pub raw: String,
     /// How the server answered (status code).
     pub status: u16,
+    /// The usage the answer reported (see [`usage`]), for a model call.
+    pub usage: Option<[u64; 4]>,
 }
 
 impl Request {
@@ -205,14 +210,19 @@ fn serve(stream: TcpStream, shared: &Shared) {
         } else {
             answer(shared, n, &method, &path, &json)
         };
-        shared.log.lock().unwrap().push(Request {
+        let mut request = Request {
             method,
             path,
             headers,
             body: json,
             raw,
             status,
-        });
+            usage: None,
+        };
+        if request.is_model_call() && status == 200 {
+            request.usage = Some(usage(n));
+        }
+        shared.log.lock().unwrap().push(request);
         let reason = match status {
             200 => "OK",
             404 => "Not Found",
@@ -308,7 +318,9 @@ fn answer(
         (Api::Anthropic, "POST", "/v1/messages/count_tokens") => (
             200,
             "application/json",
-            json!({"input_tokens": USAGE[0]}).to_string().into_bytes(),
+            json!({"input_tokens": usage(n)[0]})
+                .to_string()
+                .into_bytes(),
         ),
         (Api::Anthropic, "POST", "/v1/messages") => {
             let step = anthropic_step(&shared.turns, body);
@@ -435,10 +447,10 @@ fn anthropic_message(n: u64, request: &Value, step: &Step) -> Value {
         "stop_reason": if step.action.is_some() { "tool_use" } else { "end_turn" },
         "stop_sequence": null,
         "usage": {
-            "input_tokens": USAGE[0],
-            "output_tokens": USAGE[1],
-            "cache_read_input_tokens": USAGE[2],
-            "cache_creation_input_tokens": USAGE[3],
+            "input_tokens": usage(n)[0],
+            "output_tokens": usage(n)[1],
+            "cache_read_input_tokens": usage(n)[2],
+            "cache_creation_input_tokens": usage(n)[3],
         },
     })
 }
@@ -514,12 +526,7 @@ fn anthropic_events(message: &Value) -> Vec<u8> {
         json!({
             "type": "message_delta",
             "delta": {"stop_reason": message["stop_reason"], "stop_sequence": null},
-            "usage": {
-                "input_tokens": USAGE[0],
-                "output_tokens": USAGE[1],
-                "cache_read_input_tokens": USAGE[2],
-                "cache_creation_input_tokens": USAGE[3],
-            },
+            "usage": message["usage"],
         }),
     ));
     events.push(("message_stop", json!({"type": "message_stop"})));
@@ -645,12 +652,13 @@ fn openai_events(n: u64, request: &Value, step: &Step) -> Vec<u8> {
     let mut done = base.clone();
     done["status"] = json!("completed");
     done["output"] = Value::Array(output);
+    let [input, output, cached, reasoning] = usage(n);
     done["usage"] = json!({
-        "input_tokens": USAGE[0],
-        "input_tokens_details": {"cached_tokens": USAGE[2]},
-        "output_tokens": USAGE[1],
-        "output_tokens_details": {"reasoning_tokens": USAGE[3]},
-        "total_tokens": USAGE[0] + USAGE[1],
+        "input_tokens": input,
+        "input_tokens_details": {"cached_tokens": cached},
+        "output_tokens": output,
+        "output_tokens_details": {"reasoning_tokens": reasoning},
+        "total_tokens": input + output,
     });
     events.push((
         "response.completed",

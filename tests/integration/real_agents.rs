@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::model_server::{Action, Api, ENCRYPTED, ModelServer, SIGNATURE, Turn};
+use crate::model_server::{Action, Api, ENCRYPTED, ModelServer, Request, SIGNATURE, Turn};
 use crate::support::*;
 
 /// The API key the agents send; nothing checks it but the tests.
@@ -91,12 +91,20 @@ fn codex_setup(sb: &Sandbox, server: &ModelServer, cmd: &mut Command, extra: &st
 
 /// grove's own config (trusted) making the built-in agents headless.
 fn headless_agents(sb: &Sandbox) {
+    headless_agents_with(sb, &[]);
+}
+
+/// [`headless_agents`] with `extra` arguments for Claude Code's command.
+fn headless_agents_with(sb: &Sandbox, extra: &[&str]) {
+    let mut claude: Vec<&str> = vec!["claude", "-p", "--allowedTools", "Bash Write"];
+    claude.extend(extra);
+    claude.extend(["--session-id", "{sessionId}", "--", "{prompt}"]);
     std::fs::create_dir_all(sb.grove_home()).unwrap();
     std::fs::write(
         sb.grove_home().join("config.json"),
         json!({"grove": {"agents": {
             "claude-code": {
-                "command": ["claude", "-p", "--allowedTools", "Bash Write", "--session-id", "{sessionId}", "--", "{prompt}"],
+                "command": claude,
                 "resume": ["claude", "-p", "--allowedTools", "Bash Write", "--resume", "{sessionId}", "--", "{prompt}"],
                 "native": "claude"
             },
@@ -363,6 +371,13 @@ fn claude_headless_through_grove_its_turn_lands_in_the_thread_once_in_order() {
     assert_eq!(row["stats"]["userMessageCount"], 1, "{row}");
     assert_eq!(row["stats"]["toolCallCount"], 3, "{row}");
 
+    // Token usage: what Claude Code's own transcript says each reply used
+    // (a reply written as several records counted once), what the model
+    // server reported, and grove's totals all agree.
+    let from_transcript = claude_transcript_usage(&agent_files(&sb, "claude"));
+    assert_eq!(from_transcript, served(&calls, Api::Anthropic));
+    assert_tokens(&thread_dir, &row, from_transcript);
+
     // grove export: the conversation as a person reads it.
     let md = ok(sb.grove(&repo).args(["export", &id, "--format", "md"]));
     assert_in_order(
@@ -480,6 +495,19 @@ fn codex_exec_through_grove_its_turn_lands_in_the_thread_once_in_order() {
     assert_eq!(row["agentState"]["exitCode"], 0);
     assert_eq!(row["stats"]["userMessageCount"], 1, "{row}");
     assert_eq!(row["stats"]["toolCallCount"], 3, "{row}");
+
+    // Token usage: Codex's rollout gives each response's usage twice (a
+    // token_usage_record and a token_count, both with running totals);
+    // grove counts each once.
+    let from_rollout = codex_rollout_usage(&agent_files(&sb, "codex"));
+    assert_eq!(from_rollout, served(&calls, Api::OpenAi));
+    assert_tokens(&thread_dir, &row, from_rollout);
+    // The session's own running totals, as Codex last gave them: named too.
+    let meta = read_json(&thread_dir.join("thread.json"));
+    assert_eq!(
+        meta["metadata"]["capture"]["sessions"][0]["tokens"],
+        row["stats"]["tokens"]
+    );
 
     let md = ok(sb.grove(&repo).args(["export", &id, "--format", "md"]));
     assert_in_order(
@@ -667,7 +695,6 @@ fn codex_run_by_hand_is_adopted_by_capture_sync() {
 }
 
 #[test]
-#[ignore = "issue 23 item 12: a session of the task's agent run by hand in the worktree is adopted only by `grove capture sync`, not at `grove list` / `grove show` as the README says"]
 fn codex_run_by_hand_is_adopted_at_list_and_show() {
     let sb = Sandbox::new();
     if !sb.install_real_agents() {
@@ -685,4 +712,779 @@ fn codex_run_by_hand_is_adopted_at_list_and_show() {
     assert_eq!(row["stats"]["toolCallCount"], 3, "adopted at list: {row}");
     let shown = ok(sb.grove(&repo).args(["show", &id]));
     assert!(shown.contains("The note is in notes.txt."), "{shown}");
+}
+
+#[test]
+fn claude_launched_again_after_a_launch_that_failed_before_it_wrote_anything_gets_the_prompt() {
+    let sb = Sandbox::new();
+    if !sb.install_real_agents() {
+        return;
+    }
+    let server = ModelServer::start(Api::Anthropic, scenario());
+    // A mistake in the agent's command: the real claude refuses the option
+    // and exits 1 before it writes a session.
+    headless_agents_with(&sb, &["--permission-mode", "no-such-mode"]);
+    let repo = sb.repo("app");
+    let prompt = &scenario()[0].prompt;
+    let mut cmd = sb.grove_with_agents(&repo);
+    cmd.args([
+        "new",
+        "Real agent task",
+        "--prompt",
+        prompt,
+        "--launch=claude-code",
+    ]);
+    claude_setup(&sb, &server, &mut cmd);
+    let out = run(&mut cmd);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "claude's own exit code: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        server.model_calls().is_empty(),
+        "claude never reached the model"
+    );
+    let wt = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim_end());
+    let id = list_rows(&sb, &repo)
+        .into_iter()
+        .find(|r| r["worktreePath"] == wt.to_str().unwrap())
+        .unwrap()["threadId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // The command fixed, the task launched again: it opens with the prompt.
+    headless_agents(&sb);
+    let mut cmd = sb.grove_with_agents(&repo);
+    cmd.args(["launch", &id]);
+    claude_setup(&sb, &server, &mut cmd);
+    let out = run(&mut cmd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let calls = server.model_calls();
+    assert_eq!(calls.len(), 4, "the scripted turn was played");
+    assert!(
+        calls[0].body["messages"]
+            .to_string()
+            .contains(prompt.as_str()),
+        "the prompt reached the model"
+    );
+    let thread_dir = wt.join(".agent/threads").join(&id);
+    assert_lines(&conversation(&thread_dir), &expected(prompt, CLAUDE_TURN));
+}
+
+/// The names grove gives token counts, in the order the helpers below use.
+const TOKEN_COUNTS: [&str; 5] = ["input", "output", "cacheRead", "cacheCreation", "reasoning"];
+
+/// The usage the model server reported over `calls`, as grove names it:
+/// Anthropic's cache read and creation; OpenAI's cached and reasoning.
+fn served(calls: &[Request], api: Api) -> [u64; 5] {
+    let mut sum = [0; 5];
+    for c in calls {
+        let [a, b, c3, d] = c.usage.expect("a model call's usage");
+        let named = match api {
+            Api::Anthropic => [a, b, c3, d, 0],
+            Api::OpenAi => [a, b, c3, 0, d],
+        };
+        for i in 0..5 {
+            sum[i] += named[i];
+        }
+    }
+    sum
+}
+
+/// The agent's own session files under the sandbox's `CLAUDE_CONFIG_DIR`
+/// (`claude`) or `CODEX_HOME` (`codex`).
+fn agent_files(sb: &Sandbox, agent: &str) -> Vec<PathBuf> {
+    let root = sb.path().join(agent).join(match agent {
+        "claude" => "projects",
+        _ => "sessions",
+    });
+    let mut out = Vec::new();
+    let mut dirs = vec![root];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Claude Code's usage, summed from its transcripts: per reply (API message
+/// id) the usage of its last record.
+fn claude_transcript_usage(files: &[PathBuf]) -> [u64; 5] {
+    let mut replies: std::collections::BTreeMap<String, Value> = Default::default();
+    for f in files {
+        for r in jsonl(f) {
+            if r["type"] == "assistant" && r["message"]["usage"].is_object() {
+                let id = r["message"]["id"].as_str().unwrap().to_string();
+                replies.insert(id, r["message"]["usage"].clone());
+            }
+        }
+    }
+    assert!(!replies.is_empty(), "no usage in {files:?}");
+    let mut sum = [0; 5];
+    for u in replies.values() {
+        let keys = [
+            "input_tokens",
+            "output_tokens",
+            "cache_read_input_tokens",
+            "cache_creation_input_tokens",
+        ];
+        for (i, k) in keys.iter().enumerate() {
+            sum[i] += u[k].as_u64().unwrap_or(0);
+        }
+    }
+    sum
+}
+
+/// Codex's usage from its rollouts: the sum of the responses' own usage
+/// (`token_usage_record`), checked against the running total the last
+/// `token_count` gives.
+fn codex_rollout_usage(files: &[PathBuf]) -> [u64; 5] {
+    let keys = [
+        "input_tokens",
+        "output_tokens",
+        "cached_input_tokens",
+        "cache_write_input_tokens",
+        "reasoning_output_tokens",
+    ];
+    let mut sum = [0; 5];
+    for f in files {
+        let records = jsonl(f);
+        let mut file_sum = [0; 5];
+        for r in &records {
+            if r["type"] == "token_usage_record" {
+                for (i, k) in keys.iter().enumerate() {
+                    file_sum[i] += r["payload"]["usage"][k].as_u64().unwrap_or(0);
+                }
+            }
+        }
+        let last_total = records
+            .iter()
+            .rev()
+            .find(|r| r["payload"]["type"] == "token_count" && r["payload"]["info"].is_object())
+            .map(|r| r["payload"]["info"]["total_token_usage"].clone())
+            .expect("a token_count with totals");
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(
+                last_total[k].as_u64().unwrap_or(0),
+                file_sum[i],
+                "{k}: the running total is the responses' sum in {}",
+                f.display()
+            );
+            sum[i] += file_sum[i];
+        }
+    }
+    sum
+}
+
+/// Asserts that the thread's token totals (thread.json `stats.tokens`, the
+/// list row's, and the sum over its messages) are `want`, and that each
+/// message's tokens are grove's named counts only.
+#[track_caller]
+fn assert_tokens(thread_dir: &Path, row: &Value, want: [u64; 5]) {
+    let want_json: Value = TOKEN_COUNTS
+        .iter()
+        .zip(want)
+        .map(|(k, n)| (k.to_string(), json!(n)))
+        .collect::<serde_json::Map<_, _>>()
+        .into();
+    let meta = read_json(&thread_dir.join("thread.json"));
+    assert_eq!(meta["stats"]["tokens"], want_json, "thread.json stats");
+    assert_eq!(row["stats"]["tokens"], want_json, "grove list");
+    let mut sum = [0; 5];
+    for m in message_lines(thread_dir) {
+        let Some(t) = m["tokens"].as_object() else {
+            continue;
+        };
+        for k in t.keys() {
+            assert!(TOKEN_COUNTS.contains(&k.as_str()), "a raw key {k} in {m}");
+        }
+        for (i, k) in TOKEN_COUNTS.iter().enumerate() {
+            sum[i] += t.get(*k).and_then(Value::as_u64).unwrap_or(0);
+        }
+    }
+    assert_eq!(sum, want, "the messages' tokens");
+}
+
+/// The scenario, then a second turn that only answers.
+fn two_turns() -> Vec<Turn> {
+    let mut turns = scenario();
+    turns.push(Turn {
+        prompt: "Now sum it up".into(),
+        thinking: String::new(),
+        actions: vec![],
+        reply: "All done: one note written.".into(),
+    });
+    turns
+}
+
+#[test]
+fn claude_run_by_hand_is_adopted_at_show_and_list() {
+    let sb = Sandbox::new();
+    if !sb.install_real_agents() {
+        return;
+    }
+    let server = ModelServer::start(Api::Anthropic, scenario());
+    let repo = sb.repo("app");
+    let (wt, id) = task(&sb, &repo, "claude-code");
+    let prompt = &scenario()[0].prompt;
+    let mut cmd = sb.agent("claude", &wt);
+    cmd.args(["-p", "--allowedTools", "Bash Write", "--", prompt]);
+    claude_setup(&sb, &server, &mut cmd);
+    assert!(run(&mut cmd).status.success());
+    let shown = ok(sb.grove(&repo).args(["show", &id]));
+    assert!(
+        shown.contains("The note is in notes.txt."),
+        "adopted at show: {shown}"
+    );
+    let thread_dir = wt.join(".agent/threads").join(&id);
+    assert_lines(&conversation(&thread_dir), &expected(prompt, CLAUDE_TURN));
+    let row = row_of(&sb, &repo, &id);
+    assert_eq!(row["stats"]["toolCallCount"], 3, "{row}");
+    // Nothing twice at the next look.
+    ok(sb.grove(&repo).args(["list"]));
+    assert_lines(&conversation(&thread_dir), &expected(prompt, CLAUDE_TURN));
+}
+
+#[test]
+fn claude_run_by_hand_is_in_the_session_grove_resume_writes_in_order() {
+    let sb = Sandbox::new();
+    if !sb.install_real_agents() {
+        return;
+    }
+    let server = ModelServer::start(Api::Anthropic, two_turns());
+    headless_agents(&sb);
+    let repo = sb.repo("app");
+    let (wt, id) = task(&sb, &repo, "claude-code");
+    let prompt = &scenario()[0].prompt;
+    let mut cmd = sb.agent("claude", &wt);
+    cmd.args(["-p", "--allowedTools", "Bash Write", "--", prompt]);
+    claude_setup(&sb, &server, &mut cmd);
+    assert!(run(&mut cmd).status.success());
+    assert_eq!(server.model_calls().len(), 4);
+
+    // Resumed at once, with no list or show between.
+    let mut cmd = sb.grove_with_agents(&repo);
+    cmd.args(["resume", &id, "--prompt", "Now sum it up"]);
+    claude_setup(&sb, &server, &mut cmd);
+    let out = run(&mut cmd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let calls = server.model_calls();
+    assert_eq!(calls.len(), 5, "one answer for the new turn");
+    let sent = calls[4].body["messages"].to_string();
+    assert_in_order(
+        &sent,
+        &[
+            prompt,
+            "grove-real-test",
+            "The note is in notes.txt.",
+            "Now sum it up",
+        ],
+    );
+    let thread_dir = wt.join(".agent/threads").join(&id);
+    let mut want = expected(prompt, CLAUDE_TURN);
+    want.push("user: Now sum it up".into());
+    want.push("agent: All done: one note written.".into());
+    assert_lines(&conversation(&thread_dir), &want);
+}
+
+/// The rollouts under the sandbox's `CODEX_HOME`, each as its records.
+fn rollouts(sb: &Sandbox) -> Vec<(PathBuf, Vec<Value>)> {
+    agent_files(sb, "codex")
+        .into_iter()
+        .map(|p| {
+            let records = jsonl(&p);
+            (p, records)
+        })
+        .collect()
+}
+
+/// The rollout whose session_meta names session `id`.
+fn rollout_of(sb: &Sandbox, id: &str) -> Vec<Value> {
+    rollouts(sb)
+        .into_iter()
+        .find(|(_, r)| r[0]["payload"]["id"] == id)
+        .unwrap_or_else(|| panic!("no rollout of session {id}"))
+        .1
+}
+
+/// The session id `grove resume` wrote (from its status line).
+fn written_session(stderr: &str) -> String {
+    let at = stderr.find(" session ").expect("grove says what it wrote");
+    stderr[at + " session ".len()..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+/// The shapes a rollout's records have that Codex reads back: per record
+/// kind, its payload's keys' JSON types (`response_item message`'s `role`
+/// by the text it starts with, a `*_output`'s `output` type).
+fn shapes(records: &[Value]) -> std::collections::BTreeSet<String> {
+    let kind = |v: &Value| match v {
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+        Value::Null => "null",
+        _ => "other",
+    };
+    let mut out = std::collections::BTreeSet::new();
+    for r in records {
+        let p = &r["payload"];
+        let t = format!(
+            "{} {}",
+            r["type"].as_str().unwrap_or(""),
+            p["type"].as_str().unwrap_or("")
+        );
+        match p["type"].as_str() {
+            Some("function_call_output" | "custom_tool_call_output") => {
+                out.insert(format!("{t} output:{}", kind(&p["output"])));
+            }
+            Some("message") => {
+                let text = p["content"][0]["text"].as_str().unwrap_or("");
+                if text.starts_with('<') {
+                    let tag: String = text.chars().take_while(|c| *c != '>').collect();
+                    out.insert(format!(
+                        "{t} {tag}> role:{}",
+                        p["role"].as_str().unwrap_or("")
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// What a rollout grove wrote must have for Codex to take it back whole:
+/// the configured provider, the installed version, each turn completed.
+#[track_caller]
+fn assert_codex_session(written: &[Value], turns: usize) {
+    let meta = &written[0]["payload"];
+    assert_eq!(written[0]["type"], "session_meta");
+    assert_eq!(
+        meta["model_provider"], "scripted",
+        "the configured provider: {meta}"
+    );
+    assert_eq!(
+        meta["cli_version"], "0.169.0",
+        "the installed codex's version: {meta}"
+    );
+    let count = |t: &str| {
+        written
+            .iter()
+            .filter(|r| r["type"] == "event_msg" && r["payload"]["type"] == t)
+            .count()
+    };
+    assert_eq!(count("task_started"), turns, "a task_started per turn");
+    assert_eq!(count("task_complete"), turns, "a task_complete per turn");
+}
+
+#[test]
+fn codex_exec_thread_resumed_in_codex_keeps_the_rollout_s_shapes_and_goes_on() {
+    let sb = Sandbox::new();
+    if !sb.install_real_agents() {
+        return;
+    }
+    let server = ModelServer::start(Api::OpenAi, two_turns());
+    headless_agents(&sb);
+    let repo = sb.repo("app");
+    let prompt = &scenario()[0].prompt;
+    let (wt, id) = launch(&sb, &repo, "codex", prompt, |cmd| {
+        codex_setup(&sb, &server, cmd, "")
+    });
+    let real = rollouts(&sb).remove(0).1;
+    // The thread as grove writes it back, next to the rollout it came from.
+    let exported = sb.path().join("exported.jsonl");
+    let mut cmd = sb.grove_with_agents(&repo);
+    cmd.args([
+        "export",
+        &id,
+        "--format",
+        "codex",
+        "-o",
+        exported.to_str().unwrap(),
+    ]);
+    codex_setup(&sb, &server, &mut cmd, "");
+    ok(&mut cmd);
+    let ours = jsonl(&exported);
+    assert_codex_session(&ours, 1);
+    let (real_shapes, our_shapes) = (shapes(&real), shapes(&ours));
+    assert!(
+        real_shapes.is_subset(&our_shapes),
+        "the real rollout's shapes {real_shapes:?} kept in {our_shapes:?}"
+    );
+
+    let mut cmd = sb.grove_with_agents(&repo);
+    cmd.args(["resume", &id, "--prompt", "Now sum it up"]);
+    codex_setup(&sb, &server, &mut cmd, "");
+    let out = run(&mut cmd);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let calls = server.model_calls();
+    assert_eq!(calls.len(), 5, "one answer for the new turn: {stderr}");
+    let sent = calls[4].body["input"].to_string();
+    assert_in_order(
+        &sent,
+        &[
+            prompt,
+            "grove-real-test",
+            "No such file",
+            "A notes.txt",
+            "The note is in notes.txt.",
+            "Now sum it up",
+        ],
+    );
+    let thread_dir = wt.join(".agent/threads").join(&id);
+    let mut want = expected(prompt, CODEX_TURN);
+    want.push("user: Now sum it up".into());
+    want.push("agent: All done: one note written.".into());
+    assert_lines(&conversation(&thread_dir), &want);
+
+    // The session grove wrote, as Codex left it after the new turn.
+    assert_codex_session(&rollout_of(&sb, &written_session(&stderr)), 2);
+}
+
+#[test]
+fn claude_thread_resumed_in_codex_goes_on_with_the_earlier_turn() {
+    let sb = Sandbox::new();
+    if !sb.install_real_agents() {
+        return;
+    }
+    let anthropic = ModelServer::start(Api::Anthropic, scenario());
+    headless_agents(&sb);
+    let repo = sb.repo("app");
+    let prompt = &scenario()[0].prompt;
+    let (wt, id) = launch(&sb, &repo, "claude-code", prompt, |cmd| {
+        claude_setup(&sb, &anthropic, cmd)
+    });
+    let openai = ModelServer::start(Api::OpenAi, two_turns());
+    let mut cmd = sb.grove_with_agents(&repo);
+    cmd.args([
+        "resume",
+        &id,
+        "--agent",
+        "codex",
+        "--prompt",
+        "Now sum it up",
+    ]);
+    codex_setup(&sb, &openai, &mut cmd, "");
+    let out = run(&mut cmd);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let calls = openai.model_calls();
+    assert_eq!(calls.len(), 1, "Codex answered the new prompt: {stderr}");
+    let sent = calls[0].body["input"].to_string();
+    assert_in_order(
+        &sent,
+        &[
+            prompt,
+            "grove-real-test",
+            "No such file",
+            "The note is in notes.txt.",
+            "Now sum it up",
+        ],
+    );
+    let thread_dir = wt.join(".agent/threads").join(&id);
+    let mut want = expected(prompt, CLAUDE_TURN);
+    want.push("user: Now sum it up".into());
+    want.push("agent: All done: one note written.".into());
+    assert_lines(&conversation(&thread_dir), &want);
+    assert_codex_session(&rollout_of(&sb, &written_session(&stderr)), 2);
+}
+
+/// A program's terminal screen, in a tmux of its own (a socket of the
+/// sandbox's), stopped when dropped.
+struct Tui {
+    socket: PathBuf,
+}
+
+impl Tui {
+    /// Runs `cmd` (its program, arguments, directory and environment) on a
+    /// 160x50 terminal.
+    fn start(sb: &Sandbox, cmd: &Command) -> Tui {
+        let script = sb.path().join("tui.sh");
+        let quote =
+            |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
+        let mut text = String::from("#!/bin/sh\n");
+        for (k, v) in cmd.get_envs() {
+            if let Some(v) = v {
+                text.push_str(&format!("export {}={}\n", k.to_string_lossy(), quote(v)));
+            }
+        }
+        text.push_str("export TERM=xterm-256color\n");
+        text.push_str(&format!(
+            "cd {}\nexec {}",
+            quote(cmd.get_current_dir().unwrap().as_os_str()),
+            quote(cmd.get_program())
+        ));
+        for a in cmd.get_args() {
+            text.push_str(&format!(" {}", quote(a)));
+        }
+        text.push('\n');
+        std::fs::write(&script, text).unwrap();
+        let socket = sb.path().join("tmux.sock");
+        let out = Command::new("tmux")
+            .arg("-S")
+            .arg(&socket)
+            .args(["new-session", "-d", "-x", "160", "-y", "50", "sh"])
+            .arg(&script)
+            .output()
+            .expect("tmux runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Tui { socket }
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(["capture-pane", "-p"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(["send-keys"])
+            .args(keys)
+            .status()
+            .unwrap();
+    }
+
+    /// The screen once `done` holds, answering what `answer` knows on the
+    /// way; fails after 30 s.
+    fn until(
+        &self,
+        done: impl Fn(&str) -> bool,
+        answer: impl Fn(&str) -> Option<Vec<&'static str>>,
+    ) -> String {
+        let started = Instant::now();
+        let mut last = String::new();
+        while started.elapsed() < std::time::Duration::from_secs(30) {
+            last = self.screen();
+            if done(&last) {
+                return last;
+            }
+            if let Some(keys) = answer(&last) {
+                self.keys(&keys);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+        panic!("the screen never got there:\n{last}");
+    }
+}
+
+impl Drop for Tui {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .status();
+    }
+}
+
+#[test]
+fn codex_tui_takes_the_sessions_grove_writes_back_with_every_turn_complete() {
+    let sb = Sandbox::new();
+    if !sb.install_real_agents()
+        || !needs(
+            "tmux",
+            which("tmux"),
+            "GROVE_SKIP_REAL_AGENTS",
+            "apt-get install tmux",
+        )
+    {
+        return;
+    }
+    let openai = ModelServer::start(Api::OpenAi, scenario());
+    let anthropic = ModelServer::start(Api::Anthropic, scenario());
+    headless_agents(&sb);
+    let repo = sb.repo("app");
+    let prompt = &scenario()[0].prompt;
+    // The project trusted, so Codex asks nothing about the folder.
+    let trusted = format!(
+        "\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+        repo.display()
+    );
+    let threads = [
+        launch(&sb, &repo, "codex", prompt, |cmd| {
+            codex_setup(&sb, &openai, cmd, &trusted)
+        }),
+        launch(&sb, &repo, "claude-code", prompt, |cmd| {
+            claude_setup(&sb, &anthropic, cmd)
+        }),
+    ];
+    // Codex's TUI runs sessions in an app-server daemon that outlives it:
+    // stopped when the test ends, however it ends.
+    let _daemon = CodexDaemon { sb: &sb };
+    for (wt, id) in threads {
+        let mut cmd = sb.grove_with_agents(&wt);
+        cmd.args(["export", &id, "--format", "codex", "--json"]);
+        codex_setup(&sb, &openai, &mut cmd, &trusted);
+        let session = json(&ok(&mut cmd))["sessionId"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let mut cmd = sb.agent("codex", &wt);
+        cmd.args(["resume", &session]);
+        codex_setup(&sb, &openai, &mut cmd, &trusted);
+        let tui = Tui::start(&sb, &cmd);
+        let screen = tui.until(
+            |s| {
+                (s.contains("The note is in notes.txt.") && s.contains("Ask Codex"))
+                    || s.contains("no longer configured")
+                    || s.contains("Conversation interrupted")
+            },
+            // Codex's offer of a newer model: keep the configured one.
+            |s| {
+                s.contains("Use existing model")
+                    .then(|| vec!["Down", "Enter"])
+            },
+        );
+        assert!(screen.contains(prompt.as_str()), "{screen}");
+        assert!(screen.contains("The note is in notes.txt."), "{screen}");
+        assert!(!screen.contains("no longer configured"), "{screen}");
+        assert!(!screen.contains("Conversation interrupted"), "{screen}");
+    }
+}
+
+/// Stops the sandbox's Codex app-server daemon when dropped.
+struct CodexDaemon<'a> {
+    sb: &'a Sandbox,
+}
+
+impl Drop for CodexDaemon<'_> {
+    fn drop(&mut self) {
+        // Its updater loop outlives `daemon stop`: ended too, when its pid
+        // file (read first: stopping removes it) names a process of this
+        // sandbox's Codex, and nothing else.
+        let pid_file = self
+            .sb
+            .path()
+            .join("codex/app-server-daemon/daemon-updater.pid");
+        let updater = std::fs::read_to_string(pid_file)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .and_then(|v| v["pid"].as_u64());
+        let mut cmd = self.sb.agent("codex", &self.sb.path());
+        cmd.args(["app-server", "daemon", "stop"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let _ = cmd.status();
+        let Some(pid) = updater else {
+            return;
+        };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let sandbox = self.sb.path().to_string_lossy().into_owned();
+        if String::from_utf8_lossy(&cmdline).contains(&sandbox) {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+    }
+}
+
+/// Whether `program` is on `PATH`.
+fn which(program: &str) -> bool {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .any(|d| d.join(program).is_file())
+}
+
+#[test]
+fn codex_rollout_read_while_a_reply_waits_for_its_usage_counts_it_once_read_again() {
+    let sb = Sandbox::new();
+    if !sb.install_real_agents() {
+        return;
+    }
+    let server = ModelServer::start(Api::OpenAi, scenario());
+    let dir = sb.dir("by-hand");
+    let mut cmd = sb.agent("codex", &dir);
+    cmd.args([
+        "exec",
+        "--skip-git-repo-check",
+        "--sandbox",
+        "workspace-write",
+        "--",
+        &scenario()[0].prompt,
+    ]);
+    codex_setup(&sb, &server, &mut cmd, "");
+    let out = run(&mut cmd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (rollout, records) = rollouts(&sb).remove(0);
+    let want = codex_rollout_usage(std::slice::from_ref(&rollout));
+
+    // Read as a capture would while Codex writes: the answer is in the
+    // file, its usage not yet.
+    let text = std::fs::read_to_string(&rollout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let answer = records
+        .iter()
+        .rposition(|r| r["type"] == "response_item" && r["payload"]["role"] == "assistant")
+        .expect("the answer");
+    let growing = sb.dir("growing").join(rollout.file_name().unwrap());
+    std::fs::write(&growing, lines[..=answer].join("\n") + "\n").unwrap();
+    let repo = sb.repo("r");
+    let import = |sb: &Sandbox| {
+        let out =
+            run(sb
+                .grove(&repo)
+                .args(["import", "codex", growing.to_str().unwrap(), "--json"]));
+        assert!(
+            matches!(out.status.code(), Some(0 | 4)),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    import(&sb);
+    std::fs::write(&growing, &text).unwrap();
+    import(&sb);
+    let rows = list_rows(&sb, &repo);
+    assert_eq!(rows.len(), 1);
+    let named: Value = TOKEN_COUNTS
+        .iter()
+        .zip(want)
+        .map(|(k, n)| (k.to_string(), json!(n)))
+        .collect::<serde_json::Map<_, _>>()
+        .into();
+    assert_eq!(
+        rows[0]["stats"]["tokens"], named,
+        "the last reply's usage too"
+    );
 }

@@ -31,7 +31,7 @@ use crate::atsf::{
 };
 use crate::error::Result;
 use crate::import::stream::{CallLog, Calls, Stream};
-use crate::import::{Output, ThreadHandle};
+use crate::import::{Output, ThreadHandle, usage_added, usage_counts};
 
 /// Where a tool call's result is found.
 pub(super) trait Results {
@@ -48,6 +48,10 @@ pub(super) struct Carried {
     /// API message ids whose usage was counted.
     #[serde(default)]
     pub api_ids: Vec<String>,
+    /// What was counted of each of those replies' usage (an id without an
+    /// entry, from an older grove, counts as counted whole).
+    #[serde(default, skip_serializing_if = "HashMap::is_empty")]
+    pub api_counts: HashMap<String, [u64; 5]>,
     #[serde(flatten)]
     pub calls: Calls,
     /// The title so far: (rank, text).
@@ -58,6 +62,16 @@ pub(super) struct Carried {
     #[serde(default)]
     pub last_time: Option<String>,
 }
+
+/// Claude's usage keys, in the order of [`Tokens::COUNTS`] (it reports no
+/// reasoning count of its own).
+const CLAUDE_USAGE_KEYS: [Option<&str>; 5] = [
+    Some("input_tokens"),
+    Some("output_tokens"),
+    Some("cache_read_input_tokens"),
+    Some("cache_creation_input_tokens"),
+    None,
+];
 
 /// Title ranks: a name someone gave beats a generated one, which beats a
 /// summary, which beats the first prompt.
@@ -70,6 +84,8 @@ pub(super) struct Builder {
     stream: Stream,
     pub carried: Carried,
     api_seen: HashMap<String, u64>,
+    /// What was counted of each reply's usage, by API message id.
+    api_counted: HashMap<String, [u64; 5]>,
     /// Known uuids of this session (a summary's leaf must be one).
     pub uuids: HashSet<String>,
     log: CallLog,
@@ -94,10 +110,19 @@ fn str_of<'a>(raw: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
 impl Builder {
     pub fn new(thread: ThreadHandle, hold_trailing: bool, live: bool, carried: Carried) -> Self {
         let api_seen = carried.api_ids.iter().map(|id| (id.clone(), 0)).collect();
+        let api_counted = carried
+            .api_ids
+            .iter()
+            .map(|id| {
+                let counted = carried.api_counts.get(id).copied();
+                (id.clone(), counted.unwrap_or([u64::MAX; 5]))
+            })
+            .collect();
         Builder {
             stream: Stream::new(thread, "claudeRecords", hold_trailing, live),
             carried,
             api_seen,
+            api_counted,
             uuids: HashSet::new(),
             log: CallLog::default(),
             index_of: HashMap::new(),
@@ -252,26 +277,30 @@ impl Builder {
         };
         m.model = s("model");
         m.stop_reason = s("stop_reason");
-        let api_id = s("id");
-        let first_of_response = match &api_id {
-            Some(id) => !self.api_seen.contains_key(id),
-            None => true,
-        };
-        if let Some(id) = api_id {
-            self.api_seen.entry(id).or_insert(e.offset);
-        }
-        if first_of_response {
-            m.tokens = api.and_then(|a| a.get("usage")).map(|u| Tokens {
-                input: u.get("input_tokens").and_then(Value::as_u64),
-                output: u.get("output_tokens").and_then(Value::as_u64),
-                extra: Extra::new(),
-            });
-        }
+        m.tokens = self.reply_usage(s("id"), api.and_then(|a| a.get("usage")), e.offset);
         out.summary().count("assistant").mapped += 1;
         m.extra
             .insert("claude".into(), Value::Object(without_content(raw)));
         self.emit(out, i, e, m);
         Ok(())
+    }
+
+    /// The usage a record of reply `api_id` adds. Claude Code writes a
+    /// reply as one record per content block, each with the reply's usage
+    /// (older versions: the output counted so far): the first record
+    /// carries it, a later one only what its figures add.
+    fn reply_usage(
+        &mut self,
+        api_id: Option<String>,
+        usage: Option<&Value>,
+        at: u64,
+    ) -> Option<Tokens> {
+        let now = usage_counts(usage?, CLAUDE_USAGE_KEYS);
+        let Some(id) = api_id else {
+            return usage_added(&mut [0; 5], now);
+        };
+        self.api_seen.entry(id.clone()).or_insert(at);
+        usage_added(self.api_counted.entry(id).or_default(), now)
     }
 
     fn attachment(
@@ -441,6 +470,11 @@ impl Builder {
             .collect();
         seen.sort();
         carried.api_ids = seen.into_iter().rev().take(64).map(|(_, id)| id).collect();
+        carried.api_counts = carried
+            .api_ids
+            .iter()
+            .filter_map(|id| Some((id.clone(), *self.api_counted.get(id)?)))
+            .collect();
         Ended {
             unconsumed: ended.unconsumed,
             waiting: ended.waiting,

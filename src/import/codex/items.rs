@@ -28,7 +28,7 @@ use super::output;
 use crate::atsf::{self, ContentBlock, Extra, Message, Role, Tokens, ToolCall, ToolStatus};
 use crate::error::Result;
 use crate::import::stream::{CallLog, Calls, Stream};
-use crate::import::{Output, ThreadHandle};
+use crate::import::{Output, ThreadHandle, add_usage, usage_counts};
 
 /// Where a call's output is found.
 pub(super) trait Outputs {
@@ -60,7 +60,26 @@ pub(super) struct Carried {
     /// The thread's token totals, as the rollout last gave them.
     #[serde(default)]
     pub totals: Option<Value>,
+    /// How much of those running totals the thread's messages carry
+    /// (in the order of [`Tokens::COUNTS`]); absent in an older grove's
+    /// state, whose messages carry all of `totals`.
+    #[serde(default)]
+    pub counted: Option<[u64; 5]>,
+    /// The rollout writes a `token_usage_record` after each response's
+    /// items (Codex 0.16x on): while it may still be written and the turn
+    /// goes on, a reply waits for its own.
+    #[serde(default)]
+    pub gives_usage: bool,
 }
+
+/// Codex's usage keys, in the order of [`Tokens::COUNTS`].
+pub(super) const CODEX_USAGE_KEYS: [Option<&str>; 5] = [
+    Some("input_tokens"),
+    Some("output_tokens"),
+    Some("cached_input_tokens"),
+    Some("cache_write_input_tokens"),
+    Some("reasoning_output_tokens"),
+];
 
 /// Where a record was read.
 pub(super) struct At {
@@ -147,6 +166,8 @@ impl Reader {
             ("event_msg", _) => self.event(out, at, &ptype, raw, &payload),
             ("compacted", _) => self.compacted(out, at, raw, &payload),
             ("token_usage_record", _) => {
+                // Codex writes one after each response's items.
+                self.carried.gives_usage = true;
                 self.tokens(
                     out,
                     payload.get("usage"),
@@ -178,6 +199,13 @@ impl Reader {
     }
 
     fn emit(&mut self, out: &mut Output, at: &At, m: Message) {
+        // An agent's reply: its usage comes after it.
+        let replies = m.role == Role::Agent && m.completes().is_none();
+        if replies && self.carried.gives_usage {
+            self.stream.awaiting_usage(true);
+        } else if m.role != Role::Agent {
+            self.stream.awaiting_usage(false);
+        }
         self.stream.emit(out, m, at.line, at.offset);
     }
 
@@ -387,6 +415,10 @@ impl Reader {
         p: &Map<String, Value>,
     ) {
         let label = format!("event_msg {ptype}");
+        if matches!(ptype, "task_complete" | "turn_aborted") {
+            // The turn is over: no usage is coming for its last reply.
+            self.stream.awaiting_usage(false);
+        }
         match ptype {
             "user_message"
             | "agent_message"
@@ -416,9 +448,12 @@ impl Reader {
                         info.get("total_token_usage"),
                         &label,
                     ),
-                    None => out
-                        .summary()
-                        .skip(&label, "rate limits only, no token figures".into()),
+                    None => {
+                        // The response's figures will not come.
+                        self.stream.awaiting_usage(false);
+                        out.summary()
+                            .skip(&label, "rate limits only, no token figures".into())
+                    }
                 }
             }
             "error" | "stream_error" | "turn_aborted" => {
@@ -504,8 +539,13 @@ impl Reader {
         self.emit(out, at, m);
     }
 
-    /// Token figures: on the message they follow while it is held back,
-    /// and as the thread's totals.
+    /// Token figures: the usage they add goes on the agent message they
+    /// follow while it is held back, and the running totals are the
+    /// thread's. Codex 0.169 gives each response's usage twice (a
+    /// `token_usage_record`, then an `event_msg` `token_count`), both with
+    /// the session's running totals: what those grew by since the last
+    /// counted is the usage to add, so nothing is counted twice, and usage
+    /// read with no agent message held stays uncounted until the next.
     fn tokens(
         &mut self,
         out: &mut Output,
@@ -514,27 +554,43 @@ impl Reader {
         label: &str,
     ) {
         out.summary().count(label).mapped += 1;
-        if let Some(total) = total.filter(|t| t.is_object()) {
+        self.stream.awaiting_usage(false);
+        let total = total.filter(|t| t.is_object());
+        if self.carried.counted.is_none() {
+            // An older grove's state: its messages carry the totals so far.
+            let before = self.carried.totals.as_ref();
+            self.carried.counted = Some(before.map_or([0; 5], |t| {
+                usage_counts(t, CODEX_USAGE_KEYS).map(|n| n.unwrap_or(0))
+            }));
+        }
+        if let Some(total) = total {
             self.carried.totals = Some(total.clone());
         }
-        let Some(Value::Object(last)) = last else {
+        let Some(m) = self.stream.held_mut().filter(|m| m.role == Role::Agent) else {
             return;
         };
-        if let Some(m) = self.stream.held_mut()
-            && m.role == Role::Agent
-            && m.tokens.is_none()
-        {
-            let mut extra = Extra::new();
-            for (k, v) in last {
-                if !matches!(k.as_str(), "input_tokens" | "output_tokens") {
-                    extra.insert(k.clone(), v.clone());
+        let added = match (total, self.carried.counted.as_mut()) {
+            (Some(total), Some(counted)) => {
+                let now = usage_counts(total, CODEX_USAGE_KEYS);
+                // Lower totals: they started again (a new session's).
+                if now
+                    .iter()
+                    .zip(counted.iter())
+                    .any(|(n, c)| n.is_some_and(|n| n < *c))
+                {
+                    *counted = [0; 5];
                 }
+                crate::import::usage_added(counted, now)
             }
-            m.tokens = Some(Tokens {
-                input: last.get("input_tokens").and_then(Value::as_u64),
-                output: last.get("output_tokens").and_then(Value::as_u64),
-                extra,
-            });
+            // No running totals (older rollouts): the response's own usage,
+            // once per message.
+            _ if m.tokens.is_none() => last
+                .map(|l| Tokens::from_counts(usage_counts(l, CODEX_USAGE_KEYS)))
+                .filter(|t| !t.is_empty()),
+            _ => None,
+        };
+        if let Some(added) = added {
+            add_usage(&mut m.tokens, added);
         }
     }
 

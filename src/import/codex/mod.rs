@@ -10,6 +10,7 @@
 
 mod items;
 mod output;
+pub(crate) use output::exit_code_in;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -379,7 +380,14 @@ fn finish(
         if let Some(totals) = &carried.totals
             && let Some(Value::Object(i)) = m.metadata_mut().get_mut("import")
         {
-            i.insert("tokens".into(), totals.clone());
+            // The session's totals as Codex last gave them, in the named
+            // counts of a message's tokens.
+            let named =
+                atsf::Tokens::from_counts(super::usage_counts(totals, items::CODEX_USAGE_KEYS));
+            i.insert(
+                "tokens".into(),
+                serde_json::to_value(named).unwrap_or(Value::Null),
+            );
         }
     }
     out.finish(handle)?;

@@ -143,7 +143,7 @@ fn nested_exit_code(text: &str) -> Option<i64> {
 
 /// The exit code said in an output's text: `Process exited with code N`
 /// (unified exec), `Exit code: N` (shell).
-fn exit_code_in(text: &str) -> Option<i64> {
+pub(crate) fn exit_code_in(text: &str) -> Option<i64> {
     static RE: OnceLock<Regex> = OnceLock::new();
     let re = RE.get_or_init(|| {
         Regex::new(r"(?m)^(?:Process exited with code|Exit code:)\s*(-?\d+)\s*$")

@@ -285,6 +285,7 @@ fn message(
             input,
             output,
             extra,
+            ..Default::default()
         });
     }
     if !kept.is_empty() {

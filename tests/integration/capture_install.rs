@@ -8,11 +8,12 @@ use serde_json::Value;
 
 use crate::support::*;
 
-const CLAUDE_EVENTS: [&str; 8] = [
+const CLAUDE_EVENTS: [&str; 9] = [
     "SessionStart",
     "UserPromptSubmit",
     "PreToolUse",
     "PostToolUse",
+    "PostToolUseFailure",
     "Notification",
     "Stop",
     "SubagentStop",
@@ -78,7 +79,7 @@ fn install_then_uninstall_gives_the_users_settings_back_byte_for_byte() {
         ok(sb.grove(&wt).args(["capture", "install", &id]));
         let installed = std::fs::read_to_string(settings(&wt)).unwrap();
         let value: Value = serde_json::from_str(&installed).unwrap();
-        assert_eq!(grove_hooks(&value), 8, "{installed}");
+        assert_eq!(grove_hooks(&value), 9, "{installed}");
         // Installing again changes nothing.
         ok(sb.grove(&wt).args(["capture", "install", &id]));
         assert_eq!(std::fs::read_to_string(settings(&wt)).unwrap(), installed);
@@ -194,7 +195,7 @@ fn a_file_grove_cannot_read_as_a_json_object_or_a_link_is_never_rewritten() {
         let report = json(&String::from_utf8(out.stdout).unwrap());
         let agent = &report["agents"][0];
         assert_eq!(agent["installed"], serde_json::json!([]));
-        assert_eq!(agent["skipped"].as_array().unwrap().len(), 8, "{report}");
+        assert_eq!(agent["skipped"].as_array().unwrap().len(), 9, "{report}");
         let reason = agent["skipped"][0]["reason"].as_str().unwrap();
         assert!(reason.contains(why), "{reason}");
         assert_eq!(std::fs::read_to_string(settings(&wt)).unwrap(), content);
@@ -272,7 +273,7 @@ fn install_says_which_events_got_the_hook_and_fails_when_none_did() {
     assert_eq!(out.status.code(), Some(4));
     let report = json(&String::from_utf8(out.stdout).unwrap());
     let agent = &report["agents"][0];
-    assert_eq!(agent["installed"].as_array().unwrap().len(), 7, "{report}");
+    assert_eq!(agent["installed"].as_array().unwrap().len(), 8, "{report}");
     assert_eq!(agent["skipped"][0]["event"], "Stop");
     assert!(
         agent["skipped"][0]["reason"]
@@ -283,7 +284,7 @@ fn install_says_which_events_got_the_hook_and_fails_when_none_did() {
     );
     let value = read_json(&settings(&wt));
     assert_eq!(value["hooks"]["Stop"], "say done");
-    assert_eq!(grove_hooks(&value), 7);
+    assert_eq!(grove_hooks(&value), 8);
     let err = fails_with(sb.grove(&wt).args(["capture", "install", &id]), 4);
     assert!(err.contains("Stop"), "{err}");
 
@@ -327,7 +328,7 @@ fn codex_with_a_tracked_hooks_json_gets_groves_own_config_toml_again_and_again()
         let report = json(&ok(sb.grove(&wt).args(["capture", "install", "--json"])));
         let agent = &report["agents"][0];
         assert_eq!(agent["agent"], "codex");
-        assert_eq!(agent["installed"].as_array().unwrap().len(), 6, "{report}");
+        assert_eq!(agent["installed"].as_array().unwrap().len(), 7, "{report}");
         assert_eq!(
             agent["file"],
             wt.join(".codex/config.toml").to_str().unwrap()

@@ -499,7 +499,6 @@ fn codex_exec_through_grove_its_turn_lands_in_the_thread_once_in_order() {
 }
 
 #[test]
-#[ignore = "issue 23 item 6: a failing tool fires PostToolUseFailure (with `error`, `is_interrupt`) instead of PostToolUse; grove installs no hook for it"]
 fn claude_a_failing_tool_runs_grove_s_post_tool_use_failure_hook() {
     let sb = Sandbox::new();
     if !sb.install_real_agents() {

@@ -18,6 +18,7 @@
 //! - `opening`: the prompt grove gave the agent at launch, already in the
 //!   thread, so the session's copy is not added twice.
 
+pub mod codex_trust;
 pub mod hook;
 mod hookfile;
 pub mod install;

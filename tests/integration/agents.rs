@@ -295,14 +295,29 @@ fn codex_untrusted_is_captured_when_it_exits_and_trusted_as_it_goes() {
             .unwrap()
             .contains("rollout-")
     );
-    assert!(wt.join(".codex/hooks.json").is_file());
+    // Codex reads hooks from the main worktree only, and looks for them
+    // from a linked worktree that has a .codex/ of its own.
+    assert!(repo.join(".codex/hooks.json").is_file());
+    assert!(wt.join(".codex").is_dir());
+    assert!(!wt.join(".codex/hooks.json").exists());
     assert_eq!(sb.git(&wt, &["status", "--porcelain"]), "");
+    assert_eq!(sb.git(&repo, &["status", "--porcelain"]), "");
 
-    // Trusted, by hand: the hooks capture each turn.
+    // Trusted (the repository in Codex's config, grove's hooks by
+    // --trust-agent), by hand: the hooks capture each turn.
+    std::fs::create_dir_all(sb.path().join("codex")).unwrap();
+    std::fs::write(
+        sb.path().join("codex/config.toml"),
+        format!(
+            "model = \"gpt-5.5\"\n\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+            repo.display()
+        ),
+    )
+    .unwrap();
+    ok(sb.grove(&wt).args(["capture", "install", "--trust-agent"]));
     let by_hand = run(sb
         .agent("codex", &wt)
         .arg("Now the docs")
-        .env("STUB_CODEX_TRUSTED", "1")
         .env("STUB_HOOK_COPIES", "3"));
     assert!(by_hand.status.success());
     let (meta, messages) = thread_of(&wt, &id);
@@ -520,4 +535,46 @@ fn a_hook_call_never_fails_the_agent() {
     assert!(log.contains("not the JSON object"), "{log}");
     assert!(log.contains("not a session id"), "{log}");
     assert!(log.contains("no thread"), "{log}");
+}
+
+#[test]
+fn a_codex_hook_goes_by_the_worktree_s_claim_never_by_its_environment_or_thread_flag() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let task = new_task(&sb, &repo, &["Task", "--agent", "codex"]);
+    let wt = PathBuf::from(task["worktreePath"].as_str().unwrap());
+    let id = task["threadId"].as_str().unwrap();
+    let rollout = sb.path().join("rollout.jsonl");
+    std::fs::copy(
+        fixtures().join(
+            "codex/real/2025/12/28/rollout-2025-12-28T12-18-30-019b64e5-57fa-7463-b644-fba7e456f905.jsonl",
+        ),
+        &rollout,
+    )
+    .unwrap();
+    let input = serde_json::json!({
+        "session_id": "019b64e5-57fa-7463-b644-fba7e456f905",
+        "transcript_path": rollout,
+        "cwd": wt,
+        "hook_event_name": "Stop",
+    });
+    // The task's own id in the environment and on the command line: an
+    // app-server daemon's GROVE_THREAD can name any task, so neither counts.
+    let mut cmd = sb.grove(&wt);
+    cmd.args(["capture", "codex", "--thread", id])
+        .env("GROVE_THREAD", id);
+    assert!(
+        run_with_stdin(&mut cmd, input.to_string().as_bytes())
+            .status
+            .success()
+    );
+    assert!(message_lines(&wt.join(".agent/threads").join(id)).is_empty());
+    let log = std::fs::read_to_string(sb.grove_home().join("logs/capture.log")).unwrap();
+    assert!(log.contains("no task's worktree"), "{log}");
+
+    // Claimed (by `grove capture install`), the worktree's sessions are the
+    // task's.
+    ok(sb.grove(&wt).args(["capture", "install"]));
+    hook(&sb, &wt, "codex", None, input);
+    assert!(!message_lines(&wt.join(".agent/threads").join(id)).is_empty());
 }

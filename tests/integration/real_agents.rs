@@ -71,6 +71,18 @@ fn claude_setup(sb: &Sandbox, server: &ModelServer, cmd: &mut Command) {
 /// Codex's home (the sandbox's `CODEX_HOME`) with a model provider at
 /// `server`, and the environment with its key.
 fn codex_setup(sb: &Sandbox, server: &ModelServer, cmd: &mut Command, extra: &str) {
+    codex_config(sb, server, extra);
+    codex_env(cmd);
+}
+
+/// The environment that runs Codex offline with the scripted provider's key.
+fn codex_env(cmd: &mut Command) -> &mut Command {
+    offline(cmd).env("SCRIPTED_API_KEY", KEY)
+}
+
+/// Codex's config (the sandbox's `CODEX_HOME`) with a model provider at
+/// `server`, and `extra` after it.
+fn codex_config(sb: &Sandbox, server: &ModelServer, extra: &str) {
     let home = sb.path().join("codex");
     std::fs::create_dir_all(&home).unwrap();
     // gpt-5.5 is a model Codex knows: it gets the tools users get
@@ -86,7 +98,6 @@ fn codex_setup(sb: &Sandbox, server: &ModelServer, cmd: &mut Command, extra: &st
         ),
     )
     .unwrap();
-    offline(cmd).env("SCRIPTED_API_KEY", KEY);
 }
 
 /// grove's own config (trusted) making the built-in agents headless.
@@ -517,8 +528,16 @@ fn claude_a_failing_tool_runs_grove_s_post_tool_use_failure_hook() {
     assert_eq!(log.matches("PostToolUse ").count(), 2, "{log}");
 }
 
+/// The user's answer to Codex's "Trust this folder?" for `repo`: the
+/// repository is trusted (Codex records its main worktree).
+fn trusted_project(repo: &Path) -> String {
+    format!(
+        "\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+        repo.display()
+    )
+}
+
 #[test]
-#[ignore = "issue 23 item 5: Codex 0.169 reads project hooks only from the main worktree's .codex/, only for a trusted project, and runs only hooks whose command the user trusted; grove installs them in the task's worktree, so none runs"]
 fn codex_trusted_its_turn_is_captured_live_by_grove_s_hooks() {
     let sb = Sandbox::new();
     if !sb.install_real_agents() {
@@ -527,31 +546,63 @@ fn codex_trusted_its_turn_is_captured_live_by_grove_s_hooks() {
     let server = ModelServer::start(Api::OpenAi, scenario());
     headless_agents(&sb);
     let repo = sb.repo("app");
-    let task = new_task(&sb, &repo, &["Live", "--agent", "codex"]);
-    let wt = PathBuf::from(task["worktreePath"].as_str().unwrap());
-    let id = task["threadId"].as_str().unwrap();
-    // The user trusts the project (both the task's worktree and the main one).
-    let mut cmd = sb.grove_with_agents(&repo);
-    cmd.args(["launch", id, "--prompt", &scenario()[0].prompt]);
-    codex_setup(
-        &sb,
-        &server,
-        &mut cmd,
-        &format!(
-            "\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
-            wt.display(),
-            repo.display()
-        ),
+    let (wt, id) = task(&sb, &repo, "codex");
+    // The user trusts the repository in Codex, and grove's hooks (the
+    // "Hooks need review" answer, recorded by --trust-agent).
+    codex_config(&sb, &server, &trusted_project(&repo));
+    let config_before = std::fs::read_to_string(sb.path().join("codex/config.toml")).unwrap();
+    let installed = json(&ok(sb.grove(&wt).args([
+        "capture",
+        "install",
+        "--trust-agent",
+        "--json",
+    ])));
+    let codex = &installed["agents"][0];
+    assert_eq!(
+        codex["file"],
+        repo.join(".codex/hooks.json").to_str().unwrap(),
+        "Codex reads the main worktree's hooks: {installed}"
     );
+    assert_eq!(codex["trust"]["trusted"].as_array().unwrap().len(), 7);
+    let mut cmd = sb.grove_with_agents(&repo);
+    cmd.args(["launch", &id, "--prompt", &scenario()[0].prompt]);
+    codex_env(&mut cmd);
     ok(&mut cmd);
-    let log = std::fs::read_to_string(wt.join(".agent/threads").join(id).join("logs/capture.log"))
-        .unwrap_or_default();
-    for event in ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"] {
+    let thread_dir = wt.join(".agent/threads").join(&id);
+    let log = std::fs::read_to_string(thread_dir.join("logs/capture.log")).unwrap_or_default();
+    for event in [
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "Stop",
+    ] {
         assert!(
             log.contains(event),
             "Codex ran grove's {event} hook: {log:?}"
         );
     }
+    assert!(!log.contains("problem"), "{log}");
+    assert_lines(
+        &conversation(&thread_dir),
+        &expected(&scenario()[0].prompt, CODEX_TURN),
+    );
+    assert_eq!(
+        sb.git(&repo, &["status", "--porcelain"]),
+        "",
+        "grove's hooks are no change"
+    );
+    assert_eq!(sb.git(&wt, &["status", "--porcelain"]), "?? notes.txt");
+
+    // Uninstalled: the hooks, the worktree's .codex/ and the trust go; the
+    // Codex config is what it was.
+    ok(sb.grove(&wt).args(["capture", "uninstall"]));
+    assert!(!repo.join(".codex").exists());
+    assert!(!wt.join(".codex").exists());
+    assert_eq!(
+        std::fs::read_to_string(sb.path().join("codex/config.toml")).unwrap(),
+        config_before
+    );
 }
 
 /// The scenario's thread as it should be after the agent's turn, for

@@ -19,6 +19,7 @@
 //!   thread, so the session's copy is not added twice.
 
 pub mod codex_trust;
+pub mod follow;
 pub mod hook;
 mod hookfile;
 pub mod install;

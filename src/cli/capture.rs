@@ -41,6 +41,23 @@ enum What {
     /// in its worktree since the thread began, and what their transcripts
     /// gained.
     Sync(SyncArgs),
+    /// Started by a hook, detached: captures what the session's transcript
+    /// gains for a few seconds after its last hook (the agents write a
+    /// hook's record after running it). Prints nothing, always exits 0.
+    #[command(hide = true)]
+    Follow(FollowArgs),
+}
+
+#[derive(clap::Args)]
+struct FollowArgs {
+    /// claude or codex.
+    agent: String,
+    /// The agent's session id.
+    #[arg(long)]
+    session: String,
+    /// Where the hook ran (the session's directory).
+    #[arg(long)]
+    cwd: PathBuf,
 }
 
 #[derive(clap::Args)]
@@ -98,7 +115,39 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         What::Install(a) => install(a, cwd, out),
         What::Uninstall(a) => uninstall(a, cwd, out),
         What::Sync(a) => sync(a, cwd, out),
+        What::Follow(a) => Ok(follow(&a)),
     }
+}
+
+/// A hook's follow-up: whatever happens goes to the log.
+fn follow(args: &FollowArgs) -> u8 {
+    let Some(native) = Native::from_name(&args.agent) else {
+        hook::log(None, &format!("capture follow: no agent {:?}", args.agent));
+        return super::exit::SUCCESS;
+    };
+    match capture::follow::run(native, &args.cwd, &args.session) {
+        Ok(f) => {
+            if let Some(thread) = &f.thread
+                && (f.added > 0 || !f.problems.is_empty())
+            {
+                let mut line = format!(
+                    "follow-up {} session {}: {} message(s)",
+                    native.format(),
+                    args.session,
+                    f.added
+                );
+                for p in &f.problems {
+                    line.push_str(&format!(" problem: {p}"));
+                }
+                hook::log(Some(thread), &line);
+            }
+        }
+        Err(e) => hook::log(
+            None,
+            &format!("capture follow {} {}: {e}", native.format(), args.session),
+        ),
+    }
+    super::exit::SUCCESS
 }
 
 /// A hook call: whatever happens goes to the log, nothing to the agent.
@@ -137,10 +186,29 @@ fn run_hook(native: Native, args: HookArgs, cwd: &Path, out: &Output) -> u8 {
         cwd: cwd.to_path_buf(),
     };
     match hook::handle(&request) {
-        Ok(h) => hook::log(
-            Some(&h.thread),
-            &hook::describe(&h, input.session_id.as_deref()),
-        ),
+        Ok(h) => {
+            hook::log(
+                Some(&h.thread),
+                &hook::describe(&h, input.session_id.as_deref()),
+            );
+            if let Some(session) = input.session_id.as_deref()
+                && capture::follow::expects_more(&h.event)
+            {
+                let started = std::env::current_exe()
+                    .map_err(|e| grove::Error::Other(e.to_string()))
+                    .and_then(|grove| {
+                        capture::follow::request(
+                            &grove,
+                            native,
+                            &hook::input_cwd(&input, cwd),
+                            session,
+                        )
+                    });
+                if let Err(e) = started {
+                    hook::log(Some(&h.thread), &format!("follow-up not started: {e}"));
+                }
+            }
+        }
         Err(e) => hook::log(
             None,
             &format!(

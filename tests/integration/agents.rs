@@ -578,3 +578,88 @@ fn a_codex_hook_goes_by_the_worktree_s_claim_never_by_its_environment_or_thread_
     hook(&sb, &wt, "codex", None, input);
     assert!(!message_lines(&wt.join(".agent/threads").join(id)).is_empty());
 }
+
+/// The timestamp of the last record of `transcript` holding `text`.
+fn last_written(transcript: &Path, text: &str) -> Option<jiff::Timestamp> {
+    std::fs::read_to_string(transcript)
+        .ok()?
+        .lines()
+        .rev()
+        .filter(|l| l.contains(text))
+        .find_map(|l| serde_json::from_str::<Value>(l).ok())?["timestamp"]
+        .as_str()?
+        .parse()
+        .ok()
+}
+
+#[test]
+fn after_a_resume_the_final_reply_written_after_stop_reaches_the_thread_within_a_second() {
+    let sb = Sandbox::new();
+    sb.install_stubs();
+    let repo = sb.repo("app");
+    let task = new_task(&sb, &repo, &["Task", "--agent", "claude-code"]);
+    let wt = PathBuf::from(task["worktreePath"].as_str().unwrap());
+    let id = task["threadId"].as_str().unwrap();
+    ok(sb.grove(&wt).args(["capture", "install"]));
+    let session = "5f0c2a57-3a3e-4c1c-9d59-0b6f1d2e7a11";
+    let first = run(sb
+        .agent("claude", &wt)
+        .args(["--session-id", session, "First, and fail"]));
+    assert!(first.status.success());
+    // The failing tool's PostToolUseFailure hook ran, and its result is in.
+    let log =
+        std::fs::read_to_string(wt.join(format!(".agent/threads/{id}/logs/capture.log"))).unwrap();
+    assert!(log.contains("PostToolUseFailure"), "{log}");
+    let (_, messages) = thread_of(&wt, id);
+    assert!(
+        messages
+            .iter()
+            .flat_map(|m| m["toolCalls"].as_array().cloned().unwrap_or_default())
+            .any(|c| c["status"] == "failed"),
+        "{messages:?}"
+    );
+
+    // Resumed, Claude Code may run Stop before it writes the final reply;
+    // the session then stays open: no later hook brings the reply in.
+    let mut resumed = sb.agent("claude", &wt);
+    resumed
+        .args(["--resume", session, "Second"])
+        .env("STUB_LINGER", "5");
+    let mut child = resumed.spawn().unwrap();
+    let transcript = sb
+        .path()
+        .join("claude/projects")
+        .join(
+            wt.to_string_lossy()
+                .replace(|c: char| !c.is_ascii_alphanumeric(), "-"),
+        )
+        .join(format!("{session}.jsonl"));
+    let start = std::time::Instant::now();
+    let replies = |messages: &[Value]| {
+        texts(messages, "agent")
+            .iter()
+            .filter(|t| *t == "Done with turn 1.")
+            .count()
+    };
+    let mut held = None;
+    while start.elapsed() < std::time::Duration::from_secs(5) {
+        if replies(&thread_of(&wt, id).1) == 2 {
+            held = Some(jiff::Timestamp::now());
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the session is still open: no SessionEnd brought it"
+    );
+    let held = held.expect("the resumed turn's final reply reached the thread");
+    let written = last_written(&transcript, "Done with turn 1.").unwrap();
+    let latency = held.duration_since(written);
+    assert!(
+        latency < jiff::SignedDuration::from_secs(1),
+        "{latency:?} from its write"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -736,3 +736,279 @@ fn codex_run_by_hand_is_adopted_at_list_and_show() {
     let shown = ok(sb.grove(&repo).args(["show", &id]));
     assert!(shown.contains("The note is in notes.txt."), "{shown}");
 }
+
+/// A record the agent writes into its transcript, which the thread must
+/// hold before the model answers the request that follows it.
+#[derive(Debug, Clone, PartialEq)]
+enum Awaited {
+    /// The user's prompt.
+    Prompt(String),
+    /// The result of the tool call with this id.
+    Result(String),
+}
+
+/// What a model request follows: the result it carries last, or the
+/// prompt that opens it.
+fn awaited(api: Api, body: &Value, prompt: &str) -> Option<Awaited> {
+    match api {
+        Api::Anthropic => {
+            // Claude Code 2.1.331 sends its context as a last, system message.
+            let last = body["messages"]
+                .as_array()?
+                .iter()
+                .rev()
+                .find(|m| m["role"] == "user")?;
+            if let Some(r) = last["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|b| b["type"] == "tool_result")
+            {
+                return Some(Awaited::Result(r["tool_use_id"].as_str()?.to_string()));
+            }
+            last.to_string()
+                .contains(prompt)
+                .then(|| Awaited::Prompt(prompt.to_string()))
+        }
+        Api::OpenAi => {
+            let last = body["input"].as_array()?.last()?;
+            if let Some(id) = last["call_id"].as_str()
+                && last["type"]
+                    .as_str()
+                    .is_some_and(|t| t.ends_with("_output"))
+            {
+                return Some(Awaited::Result(id.to_string()));
+            }
+            last.to_string()
+                .contains(prompt)
+                .then(|| Awaited::Prompt(prompt.to_string()))
+        }
+    }
+}
+
+/// Whether the thread holds `what`: the prompt as a user message, a tool
+/// call's result (completed or failed).
+fn thread_holds(thread_dir: &Path, what: &Awaited) -> bool {
+    let Ok(text) = std::fs::read_to_string(thread_dir.join("messages.jsonl")) else {
+        return false;
+    };
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .any(|m| match what {
+            Awaited::Prompt(p) => {
+                m["role"] == "user" && m["content"].to_string().contains(p.as_str())
+            }
+            Awaited::Result(id) => m["toolCalls"].as_array().into_iter().flatten().any(|c| {
+                c["toolCallId"] == id.as_str()
+                    && matches!(c["status"].as_str(), Some("completed" | "failed"))
+            }),
+        })
+}
+
+/// When the agent wrote `what` into one of the transcripts under `dir`
+/// (its record's own timestamp).
+fn written_at(dir: &Path, what: &Awaited) -> Option<jiff::Timestamp> {
+    let mut files = vec![dir.to_path_buf()];
+    while let Some(f) = files.pop() {
+        if f.is_dir() {
+            files.extend(std::fs::read_dir(&f).ok()?.flatten().map(|e| e.path()));
+            continue;
+        }
+        if f.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
+        for line in std::fs::read_to_string(&f).ok()?.lines() {
+            let Ok(v) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            let hit = match what {
+                // Claude's user record, Codex's user message item.
+                Awaited::Prompt(p) => {
+                    (v["type"] == "user" && v["message"]["role"] == "user"
+                        || v["payload"]["type"] == "message" && v["payload"]["role"] == "user")
+                        && v.to_string().contains(p.as_str())
+                        && !v.to_string().contains("tool_result")
+                }
+                Awaited::Result(id) => {
+                    v["message"]["content"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|b| b["type"] == "tool_result" && b["tool_use_id"] == id.as_str())
+                        || (v["payload"]["call_id"] == id.as_str()
+                            && v["payload"]["type"]
+                                .as_str()
+                                .is_some_and(|t| t.ends_with("_output")))
+                }
+            };
+            if hit {
+                return v["timestamp"].as_str()?.parse().ok();
+            }
+        }
+    }
+    None
+}
+
+/// What the gate saw before one model answer.
+#[derive(Debug)]
+struct Seen {
+    what: Awaited,
+    /// From the record's write to the thread holding it; `None`: not within
+    /// the bound.
+    latency: Option<std::time::Duration>,
+    /// The agent's state `grove list` showed meanwhile.
+    state: String,
+}
+
+/// A gate for the model server: before each answer, waits (at most 10 s)
+/// until the thread holds the record the request follows, and notes how
+/// long after its write that was, and what `grove list` says.
+fn hold_until_captured(
+    sb: std::sync::Arc<Sandbox>,
+    api: Api,
+    repo: PathBuf,
+    thread_dir: PathBuf,
+    transcripts: PathBuf,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<Seen>>>,
+) -> impl Fn(u64, &Value) + Send + Sync + 'static {
+    let prompt = scenario()[0].prompt.clone();
+    let id = thread_dir
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    move |_, body| {
+        let Some(what) = awaited(api, body, &prompt) else {
+            return;
+        };
+        let start = Instant::now();
+        let mut held = None;
+        while start.elapsed() < std::time::Duration::from_secs(10) {
+            if thread_holds(&thread_dir, &what) {
+                held = Some(jiff::Timestamp::now());
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let latency = held.and_then(|at| {
+            let written = written_at(&transcripts, &what)?;
+            let d = at.duration_since(written);
+            Some(std::time::Duration::from_millis(
+                d.as_millis().max(0).try_into().unwrap_or(0),
+            ))
+        });
+        let state = row_of(&sb, &repo, &id)["agentState"]["state"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        seen.lock().unwrap().push(Seen {
+            what,
+            latency,
+            state,
+        });
+    }
+}
+
+/// Asserts that the gate saw each of `n` records reach the thread within a
+/// second of its write, the agent `working` meanwhile.
+#[track_caller]
+fn assert_within_a_second(seen: &[Seen], n: usize) {
+    assert_eq!(seen.len(), n, "{seen:#?}");
+    assert!(
+        matches!(seen[0].what, Awaited::Prompt(_)),
+        "the prompt first: {seen:#?}"
+    );
+    for s in seen {
+        let ok = s
+            .latency
+            .is_some_and(|l| l < std::time::Duration::from_secs(1));
+        assert!(
+            ok,
+            "{:?} reached the thread within 1 s of its write: {seen:#?}",
+            s.what
+        );
+        assert_eq!(s.state, "working", "{seen:#?}");
+    }
+}
+
+#[test]
+fn claude_each_record_reaches_the_thread_within_a_second_before_any_later_hook() {
+    let sb = std::sync::Arc::new(Sandbox::new());
+    if !sb.install_real_agents() {
+        return;
+    }
+    let repo = sb.repo("app");
+    let (wt, id) = task(&sb, &repo, "claude-code");
+    ok(sb.grove(&wt).args(["capture", "install"]));
+    let thread_dir = wt.join(".agent/threads").join(&id);
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    // The model answers only once the thread holds what Claude wrote since
+    // its last request: Claude waits for it meanwhile, and runs no hook.
+    let server = ModelServer::start_gated(
+        Api::Anthropic,
+        scenario(),
+        hold_until_captured(
+            sb.clone(),
+            Api::Anthropic,
+            repo.clone(),
+            thread_dir.clone(),
+            sb.path().join("claude/projects"),
+            seen.clone(),
+        ),
+    );
+    let prompt = &scenario()[0].prompt;
+    let mut cmd = sb.agent("claude", &wt);
+    cmd.args(["-p", "--allowedTools", "Bash Write", "--", prompt]);
+    claude_setup(&sb, &server, &mut cmd);
+    let out = run(&mut cmd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The prompt, then each tool's result (the failing one's included).
+    assert_within_a_second(&seen.lock().unwrap(), 4);
+    assert_lines(&conversation(&thread_dir), &expected(prompt, CLAUDE_TURN));
+}
+
+#[test]
+fn codex_each_record_reaches_the_thread_within_a_second_before_any_later_hook() {
+    let sb = std::sync::Arc::new(Sandbox::new());
+    if !sb.install_real_agents() {
+        return;
+    }
+    let repo = sb.repo("app");
+    let (wt, id) = task(&sb, &repo, "codex");
+    let thread_dir = wt.join(".agent/threads").join(&id);
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let server = ModelServer::start_gated(
+        Api::OpenAi,
+        scenario(),
+        hold_until_captured(
+            sb.clone(),
+            Api::OpenAi,
+            repo.clone(),
+            thread_dir.clone(),
+            sb.path().join("codex/sessions"),
+            seen.clone(),
+        ),
+    );
+    codex_config(&sb, &server, &trusted_project(&repo));
+    ok(sb.grove(&wt).args(["capture", "install", "--trust-agent"]));
+    let prompt = &scenario()[0].prompt;
+    let mut cmd = sb.agent("codex", &wt);
+    cmd.args(["exec", "--sandbox", "workspace-write", "--", prompt]);
+    codex_env(&mut cmd);
+    let out = run(&mut cmd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_within_a_second(&seen.lock().unwrap(), 4);
+    assert_lines(&conversation(&thread_dir), &expected(prompt, CODEX_TURN));
+    // After the turn: waiting (no SessionEnd from `codex exec`: it stays so).
+    let row = row_of(&sb, &repo, &id);
+    assert_eq!(row["agentState"]["state"], "waiting", "{row}");
+    assert_eq!(row["agentState"]["event"], "Stop", "{row}");
+}

@@ -188,6 +188,13 @@ pub fn run(native: Native, cwd: &Path, session: &str) -> Result<Followed> {
             .and_then(|t| std::fs::metadata(t).ok())
             .map(|m| m.len());
         if len.is_some() && len != seen {
+            if !behind(&thread, &record) {
+                // Captured already (by the hook that started this follower,
+                // or another capture).
+                seen = len;
+                std::thread::sleep(POLL);
+                continue;
+            }
             match super::sync::session(&thread, &project.main_root, native, &record) {
                 Ok(c) => {
                     followed.added += c.added();
@@ -200,6 +207,13 @@ pub fn run(native: Native, cwd: &Path, session: &str) -> Result<Followed> {
         std::thread::sleep(POLL);
     }
     Ok(followed)
+}
+
+/// Whether the session's transcript has more than the thread captured.
+fn behind(thread: &Thread, record: &super::SessionRecord) -> bool {
+    thread
+        .meta()
+        .map_or(true, |meta| super::sync::behind(&meta, record))
 }
 
 /// The thread this machine captures `session` into, and the session as

@@ -22,7 +22,6 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::install::HOOK_TIMEOUT_SECS;
 use crate::error::{Error, Result};
 
 /// One hook of grove's, as Codex keys and hashes it.
@@ -109,10 +108,11 @@ fn entries_of(hooks: &Value, file: &Path, command: &str) -> Vec<Entry> {
             }
             let handlers = group.get("hooks").and_then(Value::as_array);
             for (h, handler) in handlers.into_iter().flatten().enumerate() {
-                if is_groves(handler, command) {
+                let timeout = super::hookfile::timeout(crate::agent::Native::Codex, event);
+                if is_groves(handler, command, timeout) {
                     out.push(Entry {
                         key: format!("{}:{}:{g}:{h}", file.display(), event_label(event)),
-                        hash: hook_hash(event, None, command, HOOK_TIMEOUT_SECS),
+                        hash: hook_hash(event, None, command, timeout),
                     });
                 }
             }
@@ -122,14 +122,14 @@ fn entries_of(hooks: &Value, file: &Path, command: &str) -> Vec<Entry> {
 }
 
 /// A handler exactly as grove writes it.
-fn is_groves(handler: &Value, command: &str) -> bool {
+fn is_groves(handler: &Value, command: &str, timeout: u64) -> bool {
     let Some(h) = handler.as_object() else {
         return false;
     };
     h.len() == 3
         && h.get("type").and_then(Value::as_str) == Some("command")
         && h.get("command").and_then(Value::as_str) == Some(command)
-        && h.get("timeout").and_then(Value::as_u64) == Some(HOOK_TIMEOUT_SECS)
+        && h.get("timeout").and_then(Value::as_u64) == Some(timeout)
 }
 
 /// grove's entries in the text of a `hooks.json` (`file`) or a

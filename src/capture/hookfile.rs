@@ -65,6 +65,17 @@ pub fn events(native: Native) -> &'static [&'static str] {
     }
 }
 
+/// The timeout grove gives its hook of `event` (seconds): the agent's own
+/// bound where it has one. Codex 0.169 clamps a `SessionEnd` hook to 3 s (and
+/// says so); its trust hash is of the clamped definition, so a longer one
+/// written would never count as trusted.
+pub fn timeout(native: Native, event: &str) -> u64 {
+    match (native, event) {
+        (Native::Codex, "SessionEnd") => 3,
+        _ => super::install::HOOK_TIMEOUT_SECS,
+    }
+}
+
 /// Events whose hooks take a tool-name matcher.
 fn takes_matcher(native: Native, event: &str) -> bool {
     native == Native::Claude && matches!(event, "PreToolUse" | "PostToolUse" | "PostToolUseFailure")
@@ -193,10 +204,7 @@ fn group(native: Native, event: &str, command: &str) -> Out {
     let hook = Out::Object(vec![
         ("type".into(), Out::Str("command".into())),
         ("command".into(), Out::Str(command.into())),
-        (
-            "timeout".into(),
-            Out::Int(super::install::HOOK_TIMEOUT_SECS),
-        ),
+        ("timeout".into(), Out::Int(timeout(native, event))),
     ]);
     group.push(("hooks".into(), Out::Array(vec![hook])));
     Out::Object(group)

@@ -898,7 +898,8 @@ fn toml_hooks(native: Native, command: &str) -> String {
     let command = format!("\"{}\"", command.replace('\\', "\\\\").replace('"', "\\\""));
     for event in hookfile::events(native) {
         out.push_str(&format!(
-            "\n[[hooks.{event}]]\n[[hooks.{event}.hooks]]\ntype = \"command\"\ncommand = {command}\ntimeout = {HOOK_TIMEOUT_SECS}\n"
+            "\n[[hooks.{event}]]\n[[hooks.{event}.hooks]]\ntype = \"command\"\ncommand = {command}\ntimeout = {}\n",
+            hookfile::timeout(native, event)
         ));
     }
     out

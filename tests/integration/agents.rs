@@ -333,13 +333,13 @@ fn codex_untrusted_is_captured_when_it_exits_and_trusted_as_it_goes() {
         2
     );
     assert_eq!(
-        meta["metadata"]["capture"]["state"]["state"], "waiting",
-        "Stop: waiting"
+        meta["metadata"]["capture"]["state"]["state"], "exited",
+        "SessionEnd: exited"
     );
     let log =
         std::fs::read_to_string(wt.join(format!(".agent/threads/{id}/logs/capture.log"))).unwrap();
     assert!(
-        log.contains("UserPromptSubmit") && log.contains("Stop"),
+        log.contains("UserPromptSubmit") && log.contains("Stop") && log.contains("state=waiting"),
         "{log}"
     );
     let ids: Vec<&str> = messages.iter().map(|m| m["id"].as_str().unwrap()).collect();

@@ -576,6 +576,7 @@ fn codex_trusted_its_turn_is_captured_live_by_grove_s_hooks() {
         "PreToolUse",
         "PostToolUse",
         "Stop",
+        "SessionEnd",
     ] {
         assert!(
             log.contains(event),
@@ -1007,8 +1008,107 @@ fn codex_each_record_reaches_the_thread_within_a_second_before_any_later_hook() 
     );
     assert_within_a_second(&seen.lock().unwrap(), 4);
     assert_lines(&conversation(&thread_dir), &expected(prompt, CODEX_TURN));
-    // After the turn: waiting (no SessionEnd from `codex exec`: it stays so).
+    // After the turn waiting (Stop), then exited: `codex exec` ends its
+    // session (SessionEnd).
+    let log = std::fs::read_to_string(thread_dir.join("logs/capture.log")).unwrap();
+    assert!(
+        log.lines()
+            .any(|l| l.contains(" Stop ") && l.ends_with("state=waiting")),
+        "{log}"
+    );
     let row = row_of(&sb, &repo, &id);
-    assert_eq!(row["agentState"]["state"], "waiting", "{row}");
-    assert_eq!(row["agentState"]["event"], "Stop", "{row}");
+    assert_eq!(row["agentState"]["state"], "exited", "{row}");
+    assert_eq!(row["agentState"]["event"], "SessionEnd", "{row}");
+}
+
+/// What `codex app-server` (JSON-RPC on stdin/stdout) answers to
+/// `hooks/list` for a session in `cwd`: the hooks Codex would run there,
+/// each with its `trustStatus`.
+fn codex_hooks_list(sb: &Sandbox, cwd: &Path) -> Vec<Value> {
+    use std::io::{BufRead, Write};
+    let mut cmd = sb.agent("codex", cwd);
+    cmd.arg("app-server");
+    codex_env(&mut cmd)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for request in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"clientInfo": {"name": "grove-test", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [cwd]}}),
+    ] {
+        writeln!(stdin, "{request}").unwrap();
+    }
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Ok(v) = serde_json::from_str::<Value>(&line)
+                && v["id"] == 2
+            {
+                let _ = tx.send(v);
+                return;
+            }
+        }
+    });
+    let answer = rx.recv_timeout(std::time::Duration::from_secs(30));
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    let answer = answer.expect("codex app-server answered hooks/list");
+    answer["result"]["data"][0]["hooks"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[test]
+fn codex_itself_reports_every_hook_of_grove_s_trusted_after_install_trust_agent() {
+    let sb = Sandbox::new();
+    if !sb.install_real_agents() {
+        return;
+    }
+    let server = ModelServer::start(Api::OpenAi, scenario());
+    let repo = sb.repo("app");
+    let (wt, _) = task(&sb, &repo, "codex");
+    codex_config(&sb, &server, &trusted_project(&repo));
+    let listed = |sb: &Sandbox| -> Vec<(String, String)> {
+        codex_hooks_list(sb, &wt)
+            .iter()
+            .filter(|h| {
+                h["command"]
+                    .as_str()
+                    .is_some_and(|c| c.ends_with(" capture codex"))
+            })
+            .map(|h| {
+                (
+                    h["eventName"].as_str().unwrap().to_string(),
+                    h["trustStatus"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    ok(sb.grove(&wt).args(["capture", "install"]));
+    let untrusted = listed(&sb);
+    assert_eq!(
+        untrusted.len(),
+        7,
+        "Codex finds grove's hooks from the task's worktree: {untrusted:?}"
+    );
+    assert!(
+        untrusted.iter().all(|(_, t)| t == "untrusted"),
+        "{untrusted:?}"
+    );
+    ok(sb.grove(&wt).args(["capture", "install", "--trust-agent"]));
+    let trusted = listed(&sb);
+    assert_eq!(trusted.len(), 7, "{trusted:?}");
+    assert!(
+        trusted.iter().all(|(_, t)| t == "trusted"),
+        "Codex computes the hash grove recorded, for every event: {trusted:?}"
+    );
 }

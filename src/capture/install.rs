@@ -542,7 +542,12 @@ fn uninstall_codex(worktree: &Path, thread: &str) -> Result<Removed> {
         }
     }
     if !same_dir(worktree, &main) {
-        report.merge(uninstall_files(Native::Codex, worktree)?);
+        // An older grove's, in the worktree itself.
+        let legacy = uninstall_files(Native::Codex, worktree)?;
+        if !legacy.removed.is_empty() {
+            report.file = legacy.file.clone();
+        }
+        report.merge(legacy);
     }
     report.kept_for = live_claims(&main);
     if !report.kept_for.is_empty() {

@@ -423,6 +423,22 @@ fn uninstall(args: UninstallArgs, cwd: &Path, out: &Output) -> anyhow::Result<u8
         return Ok(code);
     }
     for r in &reports {
+        if let Some(p) = &r.problem {
+            out.error(&format!("{}: {p}", r.agent));
+        } else if !r.removed.is_empty() {
+            out.status(&format!(
+                "grove: {} capture hooks removed from {}: {}",
+                r.agent,
+                r.file.display(),
+                r.removed.join(", ")
+            ));
+        } else if r.kept_for.is_empty() {
+            out.status(&format!(
+                "grove: no {} capture hook of grove's in {}",
+                r.agent,
+                r.file.display()
+            ));
+        }
         if !r.kept_for.is_empty() {
             out.status(&format!(
                 "grove: {} capture hooks stay in {} for the other tasks using them: {}",
@@ -441,22 +457,6 @@ fn uninstall(args: UninstallArgs, cwd: &Path, out: &Output) -> anyhow::Result<u8
             if let Some(p) = &t.problem {
                 out.warn(p);
             }
-        }
-        if let Some(p) = &r.problem {
-            out.error(&format!("{}: {p}", r.agent));
-        } else if r.removed.is_empty() && r.kept_for.is_empty() {
-            out.status(&format!(
-                "grove: no {} capture hook of grove's in {}",
-                r.agent,
-                r.file.display()
-            ));
-        } else {
-            out.status(&format!(
-                "grove: {} capture hooks removed from {}: {}",
-                r.agent,
-                r.file.display(),
-                r.removed.join(", ")
-            ));
         }
     }
     for f in &files {

@@ -549,3 +549,33 @@ fn codex_trust_leaves_a_state_codex_already_has_and_a_config_it_cannot_read() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not valid TOML"));
     assert_eq!(std::fs::read_to_string(&config).unwrap(), "model = \n");
 }
+
+#[test]
+fn codex_install_takes_an_older_grove_s_hooks_out_of_the_task_s_worktree() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let task = new_task(&sb, &repo, &["A", "--agent", "codex"]);
+    let wt = PathBuf::from(task["worktreePath"].as_str().unwrap());
+    // Where an older grove put them, each naming the thread: Codex never
+    // ran them there.
+    std::fs::create_dir_all(wt.join(".codex")).unwrap();
+    let old = serde_json::json!({"hooks": {
+        "Stop": [
+            {"hooks": [{"type": "command", "command": "say done"}]},
+            {"hooks": [{"type": "command", "command": "/old/grove capture codex --thread t", "timeout": 15}]}
+        ],
+        "SessionStart": [{"hooks": [{"type": "command", "command": "/old/grove capture codex --thread t", "timeout": 15}]}]
+    }});
+    std::fs::write(wt.join(".codex/hooks.json"), old.to_string()).unwrap();
+    let report = json(&ok(sb.grove(&wt).args(["capture", "install", "--json"])));
+    assert_eq!(
+        report["agents"][0]["file"],
+        repo.join(".codex/hooks.json").to_str().unwrap()
+    );
+    let left: Value = read_json(&wt.join(".codex/hooks.json"));
+    assert_eq!(
+        left,
+        serde_json::json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}}),
+        "the user's hook stays, grove's old ones go"
+    );
+}

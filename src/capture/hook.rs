@@ -3,9 +3,16 @@
 //! The agent runs the hook with a JSON object on stdin; the fields grove
 //! reads are the same for Claude Code and Codex: `session_id`,
 //! `transcript_path` (Codex may give `null`), `cwd`, `hook_event_name`.
-//! The thread is, in order: the one the session was already captured into;
-//! the one grove launched the agent for (`GROVE_THREAD` in the agent's
-//! environment); the one named when the hook was installed (`--thread`).
+//! The thread is the one the session was already captured into (this
+//! machine's [`super::ledger`]); for a new session, with Claude Code the
+//! one grove launched the agent for (`GROVE_THREAD` in the agent's
+//! environment), else the one named when the hook was installed
+//! (`--thread`); with Codex the task whose worktree the session runs in
+//! (the worktree's claim, recorded by `grove capture install` and `grove
+//! launch`). Codex's hook names no thread (one command for every task, so
+//! the user trusts it once), and its environment is no guide: the TUI runs
+//! sessions in an app-server daemon that outlives it and keeps the
+//! environment of whichever task started it.
 //!
 //! Whatever happens is logged to the thread's `logs/capture.log` (or
 //! grove's own `logs/capture.log` when no thread is found); the command
@@ -97,7 +104,7 @@ pub fn handle(req: &Request) -> Result<Handled> {
     let project = Project::discover(&cwd)?;
     let store = project.store();
     let session_id = req.input.session_id.clone();
-    let thread = target(&store, &project.main_root, session_id.as_deref(), req)?;
+    let thread = target(&store, &project, session_id.as_deref(), req)?;
     let event = req
         .input
         .hook_event_name
@@ -172,7 +179,12 @@ pub fn handle(req: &Request) -> Result<Handled> {
 }
 
 /// The thread a hook call is for.
-fn target(store: &Store, repo_root: &Path, session: Option<&str>, req: &Request) -> Result<Thread> {
+fn target(
+    store: &Store,
+    project: &Project,
+    session: Option<&str>,
+    req: &Request,
+) -> Result<Thread> {
     if let Some(session) = session {
         let listing = store.list()?;
         // Which thread a session belongs to is this machine's record, not
@@ -180,25 +192,44 @@ fn target(store: &Store, repo_root: &Path, session: Option<&str>, req: &Request)
         if let Some(t) = listing
             .threads
             .iter()
-            .find(|t| super::ledger::has(repo_root, t.thread.id(), session))
+            .find(|t| super::ledger::has(&project.main_root, t.thread.id(), session))
         {
             return Ok(t.thread.clone());
         }
     }
-    for id in [&req.env_thread, &req.thread].into_iter().flatten() {
+    let named: Vec<&String> = match req.native {
+        Native::Claude => [&req.env_thread, &req.thread]
+            .into_iter()
+            .flatten()
+            .collect(),
+        Native::Codex => Vec::new(),
+    };
+    let claimed = (req.native == Native::Codex)
+        .then(|| super::ledger::claimant(&project.main_root, &project.root, req.native.agent_id()))
+        .flatten()
+        .map(|c| c.thread);
+    for id in named.into_iter().chain(claimed.as_ref()) {
         if let Ok(thread) = store.thread(id)
             && std::fs::symlink_metadata(thread.meta_path()).is_ok()
         {
             return Ok(thread);
         }
     }
-    Err(Error::Other(format!(
-        "no thread in {} to capture into: the hook names none ({}), and no thread there has session {}; \
-         `grove capture install THREAD` sets it",
-        store.agent_dir().display(),
-        req.thread.as_deref().unwrap_or("no --thread"),
-        session.unwrap_or("(none)")
-    )))
+    Err(Error::Other(match req.native {
+        Native::Claude => format!(
+            "no thread in {} to capture into: the hook names none ({}), and no thread there has session {}; \
+             `grove capture install THREAD` sets it",
+            store.agent_dir().display(),
+            req.thread.as_deref().unwrap_or("no --thread"),
+            session.unwrap_or("(none)")
+        ),
+        Native::Codex => format!(
+            "no thread to capture Codex session {} into: {} is no task's worktree whose Codex \
+             sessions grove captures (`grove capture install` there, or `grove launch`, makes it one)",
+            session.unwrap_or("(none)"),
+            project.root.display()
+        ),
+    }))
 }
 
 /// Runs the notify command for `thread` turning `waiting`, in the

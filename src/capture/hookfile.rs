@@ -44,6 +44,9 @@ pub fn events(native: Native) -> &'static [&'static str] {
             "UserPromptSubmit",
             "PreToolUse",
             "PostToolUse",
+            // A failing tool fires this instead of PostToolUse (Claude Code
+            // 2.1.331): without it the failure's result waits for the next hook.
+            "PostToolUseFailure",
             "Notification",
             "Stop",
             "SubagentStop",
@@ -56,13 +59,26 @@ pub fn events(native: Native) -> &'static [&'static str] {
             "PermissionRequest",
             "PostToolUse",
             "Stop",
+            // `codex exec` ends with it (Codex 0.169): the session is over.
+            "SessionEnd",
         ],
+    }
+}
+
+/// The timeout grove gives its hook of `event` (seconds): the agent's own
+/// bound where it has one. Codex 0.169 clamps a `SessionEnd` hook to 3 s (and
+/// says so); its trust hash is of the clamped definition, so a longer one
+/// written would never count as trusted.
+pub fn timeout(native: Native, event: &str) -> u64 {
+    match (native, event) {
+        (Native::Codex, "SessionEnd") => 3,
+        _ => super::install::HOOK_TIMEOUT_SECS,
     }
 }
 
 /// Events whose hooks take a tool-name matcher.
 fn takes_matcher(native: Native, event: &str) -> bool {
-    native == Native::Claude && matches!(event, "PreToolUse" | "PostToolUse")
+    native == Native::Claude && matches!(event, "PreToolUse" | "PostToolUse" | "PostToolUseFailure")
 }
 
 /// Whether `command` is one of grove's capture hooks.
@@ -188,10 +204,7 @@ fn group(native: Native, event: &str, command: &str) -> Out {
     let hook = Out::Object(vec![
         ("type".into(), Out::Str("command".into())),
         ("command".into(), Out::Str(command.into())),
-        (
-            "timeout".into(),
-            Out::Int(super::install::HOOK_TIMEOUT_SECS),
-        ),
+        ("timeout".into(), Out::Int(timeout(native, event))),
     ]);
     group.push(("hooks".into(), Out::Array(vec![hook])));
     Out::Object(group)
@@ -328,10 +341,10 @@ mod tests {
     fn strip_takes_out_what_add_put_in_and_keeps_the_users_hooks() {
         let text = "{\"permissions\": {\"allow\": [\"Bash(ls)\"]},\n \"hooks\": {\"Stop\": [\n  {\"hooks\": [{\"type\": \"command\", \"command\": \"say done\"}]}\n ], \"Notification\": []}}";
         let added = add(text, Native::Claude, GROVE, "f");
-        assert_eq!(added.installed.len(), 8);
+        assert_eq!(added.installed.len(), 9);
         assert!(added.skipped.is_empty());
         assert!(!added.created.hooks);
-        assert_eq!(added.created.events.len(), 6, "{:?}", added.created);
+        assert_eq!(added.created.events.len(), 7, "{:?}", added.created);
         let value: serde_json::Value = serde_json::from_str(&added.text).unwrap();
         let stop = value["hooks"]["Stop"].as_array().unwrap();
         assert_eq!(stop[0]["hooks"][0]["command"], "say done");
@@ -340,7 +353,7 @@ mod tests {
         assert_eq!(value["hooks"]["Notification"][0]["hooks"][0]["timeout"], 15);
         assert_eq!(
             grove_events(&added.text, Native::Claude).len(),
-            8,
+            9,
             "{}",
             added.text
         );
@@ -392,7 +405,7 @@ mod tests {
     fn a_container_the_user_had_stays_even_when_empty() {
         let text = "{\"hooks\": {}, \"x\": {\"hooks\": 1}}";
         let added = add(text, Native::Codex, "grove capture codex --thread t", "f");
-        assert_eq!(added.created.events.len(), 6);
+        assert_eq!(added.created.events.len(), 7);
         assert_eq!(
             strip(&added.text, Native::Codex, Some(&added.created)),
             text
@@ -409,7 +422,7 @@ mod tests {
     fn what_is_not_a_hook_table_is_named_and_left_alone() {
         let added = add("{\"hooks\": [1]}", Native::Claude, GROVE, "f");
         assert!(added.installed.is_empty());
-        assert_eq!(added.skipped.len(), 8);
+        assert_eq!(added.skipped.len(), 9);
         assert!(
             added.skipped[0].1.contains("an array"),
             "{:?}",
@@ -418,7 +431,7 @@ mod tests {
         assert_eq!(added.text, "{\"hooks\": [1]}");
 
         let added = add("{\"hooks\": {\"Stop\": null}}", Native::Claude, GROVE, "f");
-        assert_eq!(added.installed.len(), 7);
+        assert_eq!(added.installed.len(), 8);
         assert_eq!(added.skipped.len(), 1);
         assert_eq!(added.skipped[0].0, "Stop");
         assert!(added.skipped[0].1.contains("null"));

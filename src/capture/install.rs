@@ -5,10 +5,19 @@
 //!   committed settings file), merged into what is there: grove adds one
 //!   hook group per event after the user's, editing the text
 //!   ([`super::hookfile`]), so the rest of the file keeps its bytes.
-//! - Codex: `.codex/hooks.json`, the same way; when the repository tracks
-//!   that file, `.codex/config.toml` if there is none (grove writes its
-//!   `[hooks]` tables there), else nothing (capture then happens when the
-//!   agent grove launched exits, and at `list` and `show`).
+//! - Codex: `.codex/hooks.json` of the repository's **main** worktree, the
+//!   same way, because Codex 0.169 reads a project's hooks there only (for a
+//!   session in a linked worktree too, once that worktree has a `.codex/`
+//!   directory, which grove makes, empty). One command for every task of the
+//!   repository, naming no thread — the hook finds the thread from the
+//!   session ([`super::ledger`]) or the worktree it runs in (the worktree's
+//!   claim, recorded here) — so the user trusts it in Codex once per
+//!   repository ([`super::codex_trust`]). When the repository tracks that
+//!   file, grove writes its `[hooks]` tables into a `.codex/config.toml` of
+//!   its own there if there is none, else nothing (capture then happens when
+//!   the agent grove launched exits, and at `list` and `show`): a tracked
+//!   file grove changed would carry this machine's path of grove into the
+//!   repository's next commit.
 //!
 //! Uninstall takes out exactly what install added: the file is then what it
 //! was before, byte for byte, with whatever the user changed meanwhile. What
@@ -60,6 +69,9 @@ pub struct Installed {
     pub skipped: Vec<Skipped>,
     /// Files written (none when everything was in place already).
     pub files: Vec<PathBuf>,
+    /// Codex: what `--trust-agent` recorded in the user's Codex config.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trust: Option<super::codex_trust::Trusted>,
 }
 
 impl Installed {
@@ -70,6 +82,7 @@ impl Installed {
             installed: Vec::new(),
             skipped: Vec::new(),
             files: Vec::new(),
+            trust: None,
         }
     }
 
@@ -130,17 +143,54 @@ pub struct Removed {
     /// still be there).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
+    /// Codex: the other tasks whose sessions grove's hooks still capture
+    /// (the repository's hooks stay for them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kept_for: Vec<String>,
+    /// Codex: the trust grove had recorded in the user's Codex config, taken
+    /// out with the hooks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trust: Option<super::codex_trust::Untrusted>,
+}
+
+impl Removed {
+    fn new(native: Native, file: PathBuf) -> Removed {
+        Removed {
+            agent: native.agent_id(),
+            file,
+            removed: Vec::new(),
+            files: Vec::new(),
+            problem: None,
+            kept_for: Vec::new(),
+            trust: None,
+        }
+    }
+
+    /// Adds what `other` removed (an older grove's hooks elsewhere).
+    fn merge(&mut self, other: Removed) {
+        for e in other.removed {
+            if !self.removed.contains(&e) {
+                self.removed.push(e);
+            }
+        }
+        self.files.extend(other.files);
+        if self.problem.is_none() {
+            self.problem = other.problem;
+        }
+    }
 }
 
 /// The command a hook runs: grove itself by its absolute path, quoted for
-/// the shell the agent runs hooks with.
+/// the shell the agent runs hooks with. Claude Code's names the thread (its
+/// settings file is the worktree's own); Codex's names none: it is one
+/// command for every task of the repository, which the user trusts in Codex
+/// once, and the hook finds the thread from the session and its worktree.
 pub fn hook_command(grove: &Path, native: Native, thread: &str) -> String {
-    format!(
-        "{} capture {} --thread {}",
-        shell_quote(&grove.to_string_lossy()),
-        native.format(),
-        shell_quote(thread)
-    )
+    let grove = shell_quote(&grove.to_string_lossy());
+    match native {
+        Native::Claude => format!("{grove} capture claude --thread {}", shell_quote(thread)),
+        Native::Codex => format!("{grove} capture codex"),
+    }
 }
 
 fn shell_quote(s: &str) -> String {
@@ -153,19 +203,91 @@ fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-/// Installs `native`'s hooks in `worktree`, capturing into `thread`. A file
-/// grove will not change (tracked, a link, not a JSON object) is not an
-/// error: the report says which events got no hook, and why.
+/// Installs `native`'s hooks for `worktree`, capturing into `thread`: Claude
+/// Code's in the worktree, Codex's in the repository's main worktree (see
+/// the module's documentation). A file grove will not change (tracked, a
+/// link, not a JSON object) is not an error: the report says which events
+/// got no hook, and why.
 pub fn install(native: Native, worktree: &Path, thread: &str, grove: &Path) -> Result<Installed> {
-    let dir = worktree.join(native_dir(native));
-    let json_file = dir.join(json_name(native));
     let command = hook_command(grove, native, thread);
-    if !tracked(worktree, &json_file) {
-        return install_json(native, worktree, &json_file, &command);
+    match native {
+        Native::Claude => install_files(native, worktree, &command),
+        Native::Codex => install_codex(worktree, thread, &command),
+    }
+}
+
+/// The main worktree of `worktree`'s repository: where Codex reads hooks.
+fn main_root(worktree: &Path) -> Result<PathBuf> {
+    Ok(crate::project::Project::discover(worktree)?.main_root)
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    a == b || std::fs::canonicalize(a).ok() == std::fs::canonicalize(b).ok()
+}
+
+/// Codex: the repository's hooks in its main worktree, the worktree's
+/// `.codex/` (without which Codex looks for no project hooks from there),
+/// and the worktree's claim: its new sessions go into `thread`.
+fn install_codex(worktree: &Path, thread: &str, command: &str) -> Result<Installed> {
+    let main = main_root(worktree)?;
+    let mut report = install_files(Native::Codex, &main, command)?;
+    if report.installed.is_empty() {
+        return Ok(report);
+    }
+    let created = match codex_dir(worktree, &main) {
+        Ok(created) => created,
+        Err(e) => {
+            let reason = format!(
+                "{e}; Codex looks for the repository's hooks from a worktree only when it has a \
+                 .codex directory"
+            );
+            return Ok(report.refused(Native::Codex, &reason));
+        }
+    };
+    if created {
+        report.files.push(worktree.join(".codex"));
+    }
+    super::ledger::claim(&main, worktree, thread, Native::Codex.agent_id(), created)?;
+    if !same_dir(worktree, &main) {
+        // An older grove put them in the worktree, where Codex never ran
+        // them.
+        let legacy = uninstall_files(Native::Codex, worktree)?;
+        report.files.extend(legacy.files);
+    }
+    Ok(report)
+}
+
+/// Makes `worktree`'s `.codex/` directory when it has none (not for the
+/// main worktree, whose `.codex/` holds the hooks); whether grove made it.
+fn codex_dir(worktree: &Path, main: &Path) -> Result<bool> {
+    if same_dir(worktree, main) {
+        return Ok(false);
+    }
+    let dir = worktree.join(native_dir(Native::Codex));
+    match std::fs::symlink_metadata(&dir) {
+        Ok(m) if m.is_dir() => Ok(false),
+        Ok(_) => Err(Error::Other(format!(
+            "{} is not a directory; grove leaves it alone",
+            dir.display()
+        ))),
+        Err(_) => {
+            crate::fsutil::real_dir(worktree, &dir)?;
+            Ok(true)
+        }
+    }
+}
+
+/// Installs `native`'s hooks running `command` in the agent's hooks file
+/// under `root`.
+fn install_files(native: Native, root: &Path, command: &str) -> Result<Installed> {
+    let dir = root.join(native_dir(native));
+    let json_file = dir.join(json_name(native));
+    if !tracked(root, &json_file) {
+        return install_json(native, root, &json_file, command);
     }
     let toml = dir.join("config.toml");
     if native == Native::Codex {
-        return install_toml(native, worktree, &json_file, &toml, &command);
+        return install_toml(native, root, &json_file, &toml, command);
     }
     Ok(Installed::new(native, json_file.clone()).refused(
         native,
@@ -175,6 +297,19 @@ pub fn install(native: Native, worktree: &Path, thread: &str, grove: &Path) -> R
             json_file.display()
         ),
     ))
+}
+
+/// Records in the user's Codex config that grove's hooks in `report`'s
+/// file are trusted (`--trust-agent`); `grove` is the grove they run.
+pub fn trust_codex(report: &Installed, grove: &Path) -> Result<super::codex_trust::Trusted> {
+    let config = super::codex_trust::codex_config()
+        .ok_or_else(|| Error::Other("no home directory to find Codex's config in".into()))?;
+    let text = crate::fsutil::read_opt(&report.file)?
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    let command = hook_command(grove, Native::Codex, "");
+    let entries = super::codex_trust::entries(&text, &report.file, &command);
+    super::codex_trust::trust(&config, &report.file, &entries)
 }
 
 /// Codex, whose `hooks.json` the repository tracks: `[hooks]` tables in a
@@ -376,20 +511,86 @@ fn changing(file: &Path) -> Error {
     ))
 }
 
-/// Removes grove's hooks for `native` from `worktree`: the files hold what
-/// they held before the install, and what install created (the file, its
-/// directory, a `.gitignore` line, an `info/exclude` entry) goes when
-/// nothing else is in it.
-pub fn uninstall(native: Native, worktree: &Path) -> Result<Removed> {
+/// Removes grove's hooks for `native` and `thread` from `worktree`: the
+/// files hold what they held before the install, and what install created
+/// (the file, its directory, a `.gitignore` line, an `info/exclude` entry)
+/// goes when nothing else is in it. Codex's hooks serve every task of the
+/// repository: they go (with the trust grove recorded for them) once no
+/// other task's worktree is claimed; until then only `thread`'s claim goes.
+pub fn uninstall(native: Native, worktree: &Path, thread: &str) -> Result<Removed> {
+    match native {
+        Native::Claude => uninstall_files(native, worktree),
+        Native::Codex => uninstall_codex(worktree, thread),
+    }
+}
+
+fn uninstall_codex(worktree: &Path, thread: &str) -> Result<Removed> {
+    let main = main_root(worktree)?;
+    let agent = Native::Codex.agent_id();
+    let mut report = Removed::new(
+        Native::Codex,
+        main.join(native_dir(Native::Codex))
+            .join(json_name(Native::Codex)),
+    );
+    if let Some(claim) = super::ledger::unclaim(&main, worktree, thread, agent)?
+        && claim.created_dir
+    {
+        let dir = worktree.join(native_dir(Native::Codex));
+        // Only when empty: whatever is there now is someone's.
+        if std::fs::remove_dir(&dir).is_ok() {
+            report.files.push(dir);
+        }
+    }
+    if !same_dir(worktree, &main) {
+        // An older grove's, in the worktree itself.
+        let legacy = uninstall_files(Native::Codex, worktree)?;
+        if !legacy.removed.is_empty() {
+            report.file = legacy.file.clone();
+        }
+        report.merge(legacy);
+    }
+    report.kept_for = live_claims(&main);
+    if !report.kept_for.is_empty() {
+        return Ok(report);
+    }
+    let files = uninstall_files(Native::Codex, &main)?;
+    if !files.removed.is_empty() || files.problem.is_some() {
+        report.file = files.file.clone();
+    }
+    report.merge(files);
+    if let Some(config) = super::codex_trust::codex_config() {
+        let dir = main.join(native_dir(Native::Codex));
+        for file in [dir.join(json_name(Native::Codex)), dir.join("config.toml")] {
+            let untrusted = super::codex_trust::untrust(&config, &file)?;
+            if !untrusted.removed.is_empty() || untrusted.problem.is_some() {
+                report.trust = Some(untrusted);
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// The threads whose worktree is claimed for Codex, the worktree and the
+/// thread still there.
+fn live_claims(main: &Path) -> Vec<String> {
+    super::ledger::claims(main, Native::Codex.agent_id())
+        .into_iter()
+        .filter(|c| {
+            c.worktree.is_dir()
+                && crate::store::Store::for_project(&c.worktree)
+                    .thread(&c.thread)
+                    .is_ok_and(|t| t.meta_path().is_file())
+        })
+        .map(|c| c.thread)
+        .collect()
+}
+
+/// Removes grove's hooks for `native` from the agent's files under `root`.
+fn uninstall_files(native: Native, root: &Path) -> Result<Removed> {
+    let worktree = root;
     let dir = worktree.join(native_dir(native));
     let json_file = dir.join(json_name(native));
-    let mut report = Removed {
-        agent: native.agent_id(),
-        file: json_file.clone(),
-        removed: Vec::new(),
-        files: Vec::new(),
-        problem: None,
-    };
+    let mut report = Removed::new(native, json_file.clone());
     if !tracked(worktree, &json_file) {
         uninstall_json(native, worktree, &json_file, &mut report)?;
     }
@@ -455,9 +656,14 @@ fn removed_events(native: Native, before: &str, after: &str) -> Vec<String> {
     removed
 }
 
-/// Whether grove's hooks for `native` are in `worktree`.
+/// Whether grove's hooks for `native` serve `worktree` (Codex's are in the
+/// main worktree).
 pub fn installed(native: Native, worktree: &Path) -> bool {
-    let dir = worktree.join(native_dir(native));
+    let root = match native {
+        Native::Claude => worktree.to_path_buf(),
+        Native::Codex => main_root(worktree).unwrap_or_else(|_| worktree.to_path_buf()),
+    };
+    let dir = root.join(native_dir(native));
     let in_json = crate::fsutil::read(&dir.join(json_name(native)))
         .ok()
         .and_then(|b| String::from_utf8(b).ok())
@@ -558,6 +764,17 @@ fn read_settings(file: &Path) -> Result<Settings> {
         Ok(v) if !v.is_object() => refused("not a JSON object".into()),
         Ok(_) => Ok(Settings::Text(text)),
     }
+}
+
+/// [`write_settings`], for the other files grove edits as text (Codex's
+/// config).
+pub(super) fn write_text(file: &Path, before: Option<&str>, text: &str) -> Result<bool> {
+    write_settings(file, before, text)
+}
+
+/// [`remove_settings`], for the other files grove edits as text.
+pub(super) fn remove_text(file: &Path, old: &str) -> Result<bool> {
+    remove_settings(file, old)
 }
 
 /// Writes `text` into `file` unless it changed since grove read `before`
@@ -686,7 +903,8 @@ fn toml_hooks(native: Native, command: &str) -> String {
     let command = format!("\"{}\"", command.replace('\\', "\\\\").replace('"', "\\\""));
     for event in hookfile::events(native) {
         out.push_str(&format!(
-            "\n[[hooks.{event}]]\n[[hooks.{event}.hooks]]\ntype = \"command\"\ncommand = {command}\ntimeout = {HOOK_TIMEOUT_SECS}\n"
+            "\n[[hooks.{event}]]\n[[hooks.{event}.hooks]]\ntype = \"command\"\ncommand = {command}\ntimeout = {}\n",
+            hookfile::timeout(native, event)
         ));
     }
     out
@@ -823,8 +1041,13 @@ mod tests {
     #[test]
     fn hook_commands_are_quoted_for_the_shell() {
         assert_eq!(
+            hook_command(Path::new("/opt/my tools/grove"), Native::Claude, "abc"),
+            "'/opt/my tools/grove' capture claude --thread abc"
+        );
+        // One command for every task: Codex trusts it once.
+        assert_eq!(
             hook_command(Path::new("/opt/my tools/grove"), Native::Codex, "abc"),
-            "'/opt/my tools/grove' capture codex --thread abc"
+            "'/opt/my tools/grove' capture codex"
         );
     }
 }

@@ -148,3 +148,118 @@ pub fn has(repo_root: &Path, thread_id: &str, session_id: &str) -> bool {
         && thread_dir(repo_root, thread_id)
             .is_ok_and(|d| d.join(format!("{session_id}.json")).is_file())
 }
+
+/// A worktree whose new sessions of an agent go into a thread: what a hook
+/// that names no thread (Codex's, one command for every task of the
+/// repository) captures into, for a session this ledger does not know yet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Claim {
+    /// The thread.
+    pub thread: String,
+    /// The worktree's root, canonical.
+    pub worktree: PathBuf,
+    /// The agent (`codex`).
+    pub agent: String,
+    /// grove made the worktree's agent directory (Codex's `.codex/`) for
+    /// it: taken out with the claim when empty.
+    #[serde(default)]
+    pub created_dir: bool,
+    /// When it was claimed.
+    pub at: String,
+}
+
+/// Where the claims of the repository are: beside its threads' entries,
+/// in a directory no thread id can name.
+fn claims_dir(repo_root: &Path) -> Result<PathBuf> {
+    Ok(repo_dir(repo_root)?.join(".worktrees"))
+}
+
+/// The claim file of `worktree` for `agent`.
+fn claim_path(repo_root: &Path, worktree: &Path, agent: &str) -> Result<PathBuf> {
+    let canonical = std::fs::canonicalize(worktree).unwrap_or_else(|_| worktree.to_path_buf());
+    let hash = xxhash_rust::xxh3::xxh3_64(canonical.as_os_str().as_encoded_bytes());
+    if !plain_session_id(agent) {
+        return Err(Error::Other(format!("{agent:?} is not an agent id")));
+    }
+    Ok(claims_dir(repo_root)?.join(format!("{hash:016x}-{agent}.json")))
+}
+
+/// Records that new sessions of `agent` in `worktree` go into thread
+/// `thread_id` (the latest claim of a worktree wins: the task launched or
+/// installed last). `created_dir` carries over from an earlier claim.
+pub fn claim(
+    repo_root: &Path,
+    worktree: &Path,
+    thread_id: &str,
+    agent: &str,
+    created_dir: bool,
+) -> Result<()> {
+    crate::store::validate_thread_id(thread_id)?;
+    let path = claim_path(repo_root, worktree, agent)?;
+    let known = read_claim(&path);
+    if known
+        .as_ref()
+        .is_some_and(|k| k.thread == thread_id && (k.created_dir || !created_dir))
+    {
+        return Ok(());
+    }
+    let claim = Claim {
+        thread: thread_id.to_string(),
+        worktree: std::fs::canonicalize(worktree).unwrap_or_else(|_| worktree.to_path_buf()),
+        agent: agent.to_string(),
+        created_dir: created_dir || known.is_some_and(|k| k.created_dir),
+        at: crate::atsf::now_timestamp(),
+    };
+    let bytes = serde_json::to_vec_pretty(&claim).map_err(|e| Error::Other(e.to_string()))?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
+    }
+    crate::fsutil::write_atomic(&path, &bytes)
+}
+
+fn read_claim(path: &Path) -> Option<Claim> {
+    let bytes = crate::fsutil::read_opt(path).ok()??;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// The claim on `worktree` for `agent`, if any.
+pub fn claimant(repo_root: &Path, worktree: &Path, agent: &str) -> Option<Claim> {
+    let claim = read_claim(&claim_path(repo_root, worktree, agent).ok()?)?;
+    crate::store::validate_thread_id(&claim.thread).ok()?;
+    Some(claim)
+}
+
+/// Takes back thread `thread_id`'s claim on `worktree` (another thread's
+/// stays); returns it when there was one.
+pub fn unclaim(
+    repo_root: &Path,
+    worktree: &Path,
+    thread_id: &str,
+    agent: &str,
+) -> Result<Option<Claim>> {
+    let path = claim_path(repo_root, worktree, agent)?;
+    let Some(claim) = read_claim(&path).filter(|c| c.thread == thread_id) else {
+        return Ok(None);
+    };
+    match std::fs::remove_file(&path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("removing", &path, e)),
+        _ => Ok(Some(claim)),
+    }
+}
+
+/// Every claim of the repository for `agent`.
+pub fn claims(repo_root: &Path, agent: &str) -> Vec<Claim> {
+    let Ok(dir) = claims_dir(repo_root) else {
+        return Vec::new();
+    };
+    let suffix = format!("-{agent}.json");
+    std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(&suffix))
+        .filter_map(|e| read_claim(&e.path()))
+        .filter(|c| c.agent == agent && crate::store::validate_thread_id(&c.thread).is_ok())
+        .collect()
+}

@@ -19,6 +19,8 @@
 //!   thread, so the session's copy is not added twice.
 
 pub mod adopt;
+pub mod codex_trust;
+pub mod follow;
 pub mod hook;
 mod hookfile;
 pub mod install;

@@ -49,8 +49,8 @@ impl AgentState {
     pub fn after(event: &str) -> Option<AgentState> {
         Some(match event {
             "SessionStart" => AgentState::Idle,
-            "UserPromptSubmit" | "PreToolUse" | "PostToolUse" | "SubagentStop" | "PreCompact"
-            | "PostCompact" => AgentState::Working,
+            "UserPromptSubmit" | "PreToolUse" | "PostToolUse" | "PostToolUseFailure"
+            | "SubagentStop" | "PreCompact" | "PostCompact" => AgentState::Working,
             "Stop" | "Notification" | "PermissionRequest" => AgentState::Waiting,
             "SessionEnd" => AgentState::Exited,
             _ => return None,

@@ -95,8 +95,11 @@ pub fn session(
         session: session.session_id.clone(),
         source_id: native.source_thread_id(&session.session_id),
     });
+    // Measured before the import: what the agent appends while it runs may
+    // or may not be read, and must not count as seen.
+    let before = std::fs::metadata(&transcript).map_or(0, |m| m.len());
     let summary = import::run(format, &sources, &destination)?;
-    note_seen(thread, &session.session_id, &transcript)?;
+    note_seen(thread, &session.session_id, before)?;
     captured.summary = Some(summary);
     Ok(captured)
 }
@@ -116,10 +119,9 @@ fn sources(native: Native, transcript: &Path, session: &str) -> Vec<PathBuf> {
     out
 }
 
-/// Records the transcript's length as seen, so `list` and `show` know
-/// whether there is anything to catch up.
-fn note_seen(thread: &Thread, session: &str, transcript: &Path) -> Result<()> {
-    let len = std::fs::metadata(transcript).map_or(0, |m| m.len());
+/// Records `len` bytes of the transcript as seen, so `list`, `show` and
+/// the follow-up know whether there is anything to catch up.
+fn note_seen(thread: &Thread, session: &str, len: u64) -> Result<()> {
     let meta = thread.meta()?;
     let seen = meta
         .metadata

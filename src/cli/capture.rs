@@ -27,19 +27,37 @@ enum What {
     /// Run by Codex's hooks: reads the hook's JSON on stdin and captures the
     /// new turns. Prints nothing, always exits 0.
     Codex(HookArgs),
-    /// Install the agents' project hooks in a task's worktree
-    /// (.claude/settings.local.json, .codex/hooks.json). Says which events
-    /// got grove's hook and which did not, and why; exits 1 when none did,
-    /// 4 when some did not.
+    /// Install the agents' project hooks for a task: Claude Code's in its
+    /// worktree (.claude/settings.local.json), Codex's in the repository's
+    /// main worktree (.codex/hooks.json, one command for every task). Says
+    /// which events got grove's hook and which did not, and why; exits 1
+    /// when none did, 4 when some did not.
     Install(InstallArgs),
-    /// Remove grove's hooks from a task's worktree (the user's stay; the
-    /// file is as it was before the install). Exits 1 when a file could not
-    /// be read.
-    Uninstall(InstallArgs),
+    /// Remove grove's hooks for a task (the user's stay; the file is as it
+    /// was before the install). Codex's stay while another task's worktree
+    /// uses them. Exits 1 when a file could not be read.
+    Uninstall(UninstallArgs),
     /// Capture now what the hooks missed: sessions of the thread's agent run
     /// in its worktree since the thread began, and what their transcripts
     /// gained.
     Sync(SyncArgs),
+    /// Started by a hook, detached: captures what the session's transcript
+    /// gains for a few seconds after its last hook (the agents write a
+    /// hook's record after running it). Prints nothing, always exits 0.
+    #[command(hide = true)]
+    Follow(FollowArgs),
+}
+
+#[derive(clap::Args)]
+struct FollowArgs {
+    /// claude or codex.
+    agent: String,
+    /// The agent's session id.
+    #[arg(long)]
+    session: String,
+    /// Where the hook ran (the session's directory).
+    #[arg(long)]
+    cwd: PathBuf,
 }
 
 #[derive(clap::Args)]
@@ -52,6 +70,18 @@ struct HookArgs {
 
 #[derive(clap::Args)]
 struct InstallArgs {
+    #[command(flatten)]
+    target: UninstallArgs,
+
+    /// Codex: also record in your Codex config (~/.codex/config.toml,
+    /// `[hooks.state]`) that you trust grove's hooks, and only those, so
+    /// Codex runs them without asking ("Hooks need review").
+    #[arg(long = "trust-agent")]
+    trust_agent: bool,
+}
+
+#[derive(clap::Args)]
+struct UninstallArgs {
     /// The task's thread (default: the task of the worktree grove runs in).
     #[arg(add = super::complete::threads())]
     thread: Option<String>,
@@ -62,7 +92,7 @@ struct InstallArgs {
     agent: Option<String>,
 
     /// Print {threadId, worktreePath, agents: [{agent, file, installed |
-    /// removed, skipped | problem, files}], files} as JSON.
+    /// removed, skipped | problem, files, trust, keptFor}], files} as JSON.
     #[arg(long)]
     json: bool,
 }
@@ -85,7 +115,39 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         What::Install(a) => install(a, cwd, out),
         What::Uninstall(a) => uninstall(a, cwd, out),
         What::Sync(a) => sync(a, cwd, out),
+        What::Follow(a) => Ok(follow(&a)),
     }
+}
+
+/// A hook's follow-up: whatever happens goes to the log.
+fn follow(args: &FollowArgs) -> u8 {
+    let Some(native) = Native::from_name(&args.agent) else {
+        hook::log(None, &format!("capture follow: no agent {:?}", args.agent));
+        return super::exit::SUCCESS;
+    };
+    match capture::follow::run(native, &args.cwd, &args.session) {
+        Ok(f) => {
+            if let Some(thread) = &f.thread
+                && (f.added > 0 || !f.problems.is_empty())
+            {
+                let mut line = format!(
+                    "follow-up {} session {}: {} message(s)",
+                    native.format(),
+                    args.session,
+                    f.added
+                );
+                for p in &f.problems {
+                    line.push_str(&format!(" problem: {p}"));
+                }
+                hook::log(Some(thread), &line);
+            }
+        }
+        Err(e) => hook::log(
+            None,
+            &format!("capture follow {} {}: {e}", native.format(), args.session),
+        ),
+    }
+    super::exit::SUCCESS
 }
 
 /// A hook call: whatever happens goes to the log, nothing to the agent.
@@ -124,10 +186,29 @@ fn run_hook(native: Native, args: HookArgs, cwd: &Path, out: &Output) -> u8 {
         cwd: cwd.to_path_buf(),
     };
     match hook::handle(&request) {
-        Ok(h) => hook::log(
-            Some(&h.thread),
-            &hook::describe(&h, input.session_id.as_deref()),
-        ),
+        Ok(h) => {
+            hook::log(
+                Some(&h.thread),
+                &hook::describe(&h, input.session_id.as_deref()),
+            );
+            if let Some(session) = input.session_id.as_deref()
+                && capture::follow::expects_more(&h.event)
+            {
+                let started = std::env::current_exe()
+                    .map_err(|e| grove::Error::Other(e.to_string()))
+                    .and_then(|grove| {
+                        capture::follow::request(
+                            &grove,
+                            native,
+                            &hook::input_cwd(&input, cwd),
+                            session,
+                        )
+                    });
+                if let Err(e) = started {
+                    hook::log(Some(&h.thread), &format!("follow-up not started: {e}"));
+                }
+            }
+        }
         Err(e) => hook::log(
             None,
             &format!(
@@ -183,7 +264,7 @@ fn task_thread(
 /// The thread, its worktree and the agents `capture install|uninstall`
 /// works on.
 fn install_target(
-    args: &InstallArgs,
+    args: &UninstallArgs,
     cwd: &Path,
     out: &Output,
 ) -> anyhow::Result<(grove::store::Thread, PathBuf, Vec<Native>)> {
@@ -207,27 +288,45 @@ fn install_target(
 /// `grove capture install`: exits 0 when every event of every agent got
 /// grove's hook, 4 when some did not, 1 when none did.
 fn install(args: InstallArgs, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
-    let (thread, worktree, agents) = install_target(&args, cwd, out)?;
+    let (thread, worktree, agents) = install_target(&args.target, cwd, out)?;
+    let args_json = args.target.json;
     let grove_exe = std::env::current_exe()?;
     let mut reports = Vec::new();
     for native in agents {
-        reports.push(capture::install::install(
-            native,
-            &worktree,
-            thread.id(),
-            &grove_exe,
-        )?);
+        let mut report = capture::install::install(native, &worktree, thread.id(), &grove_exe)?;
+        if args.trust_agent && native == Native::Codex && !report.installed.is_empty() {
+            report.trust = Some(capture::install::trust_codex(&report, &grove_exe)?);
+        }
+        reports.push(report);
     }
+    let untrusted = reports
+        .iter()
+        .filter_map(|r| r.trust.as_ref())
+        .any(|t| !t.refused.is_empty());
     let any = reports.iter().any(|r| !r.installed.is_empty());
-    let all = reports.iter().all(|r| r.skipped.is_empty());
+    let all = reports.iter().all(|r| r.skipped.is_empty()) && !untrusted;
     let code = match (any, all) {
         (false, _) => super::exit::ERROR,
         (true, false) => super::exit::PARTIAL,
         (true, true) => super::exit::SUCCESS,
     };
-    let files: Vec<&PathBuf> = reports.iter().flat_map(|r| &r.files).collect();
-    let problems: Vec<String> = reports.iter().flat_map(|r| r.problems()).collect();
-    if args.json {
+    let mut files: Vec<&PathBuf> = reports.iter().flat_map(|r| &r.files).collect();
+    files.extend(
+        reports
+            .iter()
+            .filter_map(|r| r.trust.as_ref())
+            .filter(|t| t.written)
+            .map(|t| &t.file),
+    );
+    let mut problems: Vec<String> = reports.iter().flat_map(|r| r.problems()).collect();
+    problems.extend(
+        reports
+            .iter()
+            .filter_map(|r| r.trust.as_ref())
+            .flat_map(|t| &t.refused)
+            .map(|r| format!("codex: grove's hook {} not trusted: {}", r.key, r.reason)),
+    );
+    if args_json {
         out.json(&serde_json::json!({
             "threadId": thread.id(),
             "worktreePath": worktree,
@@ -263,25 +362,50 @@ fn install(args: InstallArgs, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     for f in &files {
         out.line(&f.display().to_string())?;
     }
-    if reports
+    for r in reports
         .iter()
-        .any(|r| r.agent == Native::Codex.agent_id() && !r.installed.is_empty())
+        .filter(|r| r.agent == Native::Codex.agent_id() && !r.installed.is_empty())
     {
-        out.status(
-            "grove: Codex runs a project's hooks only once you trust the project in Codex; until then, \
-             `grove capture sync` (and `grove list`/`show`) bring its turns",
-        );
+        out.status(&codex_advice(r));
     }
     Ok(code)
 }
 
+/// What the user does in Codex, after grove installed its hooks, before
+/// they run.
+fn codex_advice(report: &capture::install::Installed) -> String {
+    let trusted = report
+        .trust
+        .as_ref()
+        .is_some_and(|t| t.refused.is_empty() && !t.trusted.is_empty());
+    let hooks = if trusted {
+        format!(
+            "grove's hooks are trusted in {}",
+            report
+                .trust
+                .as_ref()
+                .map(|t| t.file.display().to_string())
+                .unwrap_or_default()
+        )
+    } else {
+        "then \"Hooks need review\": choose \"Trust all and continue\" (or trust them in /hooks; \
+         `grove capture install --trust-agent` records that for you)"
+            .to_string()
+    };
+    format!(
+        "grove: Codex runs them once you trust the repository (\"Trust this folder?\" the first time \
+         Codex starts there) and {hooks}; until then, `grove capture sync` (and `grove list`/`show`) \
+         bring its turns"
+    )
+}
+
 /// `grove capture uninstall`: exits 1 when a file could not be looked
 /// into (grove's hooks may still be there).
-fn uninstall(args: InstallArgs, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
+fn uninstall(args: UninstallArgs, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let (thread, worktree, agents) = install_target(&args, cwd, out)?;
     let mut reports = Vec::new();
     for native in agents {
-        reports.push(capture::install::uninstall(native, &worktree)?);
+        reports.push(capture::install::uninstall(native, &worktree, thread.id())?);
     }
     let code = if reports.iter().any(|r| r.problem.is_some()) {
         super::exit::ERROR
@@ -301,19 +425,38 @@ fn uninstall(args: InstallArgs, cwd: &Path, out: &Output) -> anyhow::Result<u8> 
     for r in &reports {
         if let Some(p) = &r.problem {
             out.error(&format!("{}: {p}", r.agent));
-        } else if r.removed.is_empty() {
-            out.status(&format!(
-                "grove: no {} capture hook of grove's in {}",
-                r.agent,
-                r.file.display()
-            ));
-        } else {
+        } else if !r.removed.is_empty() {
             out.status(&format!(
                 "grove: {} capture hooks removed from {}: {}",
                 r.agent,
                 r.file.display(),
                 r.removed.join(", ")
             ));
+        } else if r.kept_for.is_empty() {
+            out.status(&format!(
+                "grove: no {} capture hook of grove's in {}",
+                r.agent,
+                r.file.display()
+            ));
+        }
+        if !r.kept_for.is_empty() {
+            out.status(&format!(
+                "grove: {} capture hooks stay in {} for the other tasks using them: {}",
+                r.agent,
+                r.file.display(),
+                r.kept_for.join(", ")
+            ));
+        }
+        if let Some(t) = &r.trust {
+            if !t.removed.is_empty() {
+                out.status(&format!(
+                    "grove: the trust it had recorded for its hooks taken out of {}",
+                    t.file.display()
+                ));
+            }
+            if let Some(p) = &t.problem {
+                out.warn(p);
+            }
         }
     }
     for f in &files {

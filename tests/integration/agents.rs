@@ -295,14 +295,29 @@ fn codex_untrusted_is_captured_when_it_exits_and_trusted_as_it_goes() {
             .unwrap()
             .contains("rollout-")
     );
-    assert!(wt.join(".codex/hooks.json").is_file());
+    // Codex reads hooks from the main worktree only, and looks for them
+    // from a linked worktree that has a .codex/ of its own.
+    assert!(repo.join(".codex/hooks.json").is_file());
+    assert!(wt.join(".codex").is_dir());
+    assert!(!wt.join(".codex/hooks.json").exists());
     assert_eq!(sb.git(&wt, &["status", "--porcelain"]), "");
+    assert_eq!(sb.git(&repo, &["status", "--porcelain"]), "");
 
-    // Trusted, by hand: the hooks capture each turn.
+    // Trusted (the repository in Codex's config, grove's hooks by
+    // --trust-agent), by hand: the hooks capture each turn.
+    std::fs::create_dir_all(sb.path().join("codex")).unwrap();
+    std::fs::write(
+        sb.path().join("codex/config.toml"),
+        format!(
+            "model = \"gpt-5.5\"\n\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+            repo.display()
+        ),
+    )
+    .unwrap();
+    ok(sb.grove(&wt).args(["capture", "install", "--trust-agent"]));
     let by_hand = run(sb
         .agent("codex", &wt)
         .arg("Now the docs")
-        .env("STUB_CODEX_TRUSTED", "1")
         .env("STUB_HOOK_COPIES", "3"));
     assert!(by_hand.status.success());
     let (meta, messages) = thread_of(&wt, &id);
@@ -318,13 +333,13 @@ fn codex_untrusted_is_captured_when_it_exits_and_trusted_as_it_goes() {
         2
     );
     assert_eq!(
-        meta["metadata"]["capture"]["state"]["state"], "waiting",
-        "Stop: waiting"
+        meta["metadata"]["capture"]["state"]["state"], "exited",
+        "SessionEnd: exited"
     );
     let log =
         std::fs::read_to_string(wt.join(format!(".agent/threads/{id}/logs/capture.log"))).unwrap();
     assert!(
-        log.contains("UserPromptSubmit") && log.contains("Stop"),
+        log.contains("UserPromptSubmit") && log.contains("Stop") && log.contains("state=waiting"),
         "{log}"
     );
     let ids: Vec<&str> = messages.iter().map(|m| m["id"].as_str().unwrap()).collect();
@@ -520,4 +535,131 @@ fn a_hook_call_never_fails_the_agent() {
     assert!(log.contains("not the JSON object"), "{log}");
     assert!(log.contains("not a session id"), "{log}");
     assert!(log.contains("no thread"), "{log}");
+}
+
+#[test]
+fn a_codex_hook_goes_by_the_worktree_s_claim_never_by_its_environment_or_thread_flag() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let task = new_task(&sb, &repo, &["Task", "--agent", "codex"]);
+    let wt = PathBuf::from(task["worktreePath"].as_str().unwrap());
+    let id = task["threadId"].as_str().unwrap();
+    let rollout = sb.path().join("rollout.jsonl");
+    std::fs::copy(
+        fixtures().join(
+            "codex/real/2025/12/28/rollout-2025-12-28T12-18-30-019b64e5-57fa-7463-b644-fba7e456f905.jsonl",
+        ),
+        &rollout,
+    )
+    .unwrap();
+    let input = serde_json::json!({
+        "session_id": "019b64e5-57fa-7463-b644-fba7e456f905",
+        "transcript_path": rollout,
+        "cwd": wt,
+        "hook_event_name": "Stop",
+    });
+    // The task's own id in the environment and on the command line: an
+    // app-server daemon's GROVE_THREAD can name any task, so neither counts.
+    let mut cmd = sb.grove(&wt);
+    cmd.args(["capture", "codex", "--thread", id])
+        .env("GROVE_THREAD", id);
+    assert!(
+        run_with_stdin(&mut cmd, input.to_string().as_bytes())
+            .status
+            .success()
+    );
+    assert!(message_lines(&wt.join(".agent/threads").join(id)).is_empty());
+    let log = std::fs::read_to_string(sb.grove_home().join("logs/capture.log")).unwrap();
+    assert!(log.contains("no task's worktree"), "{log}");
+
+    // Claimed (by `grove capture install`), the worktree's sessions are the
+    // task's.
+    ok(sb.grove(&wt).args(["capture", "install"]));
+    hook(&sb, &wt, "codex", None, input);
+    assert!(!message_lines(&wt.join(".agent/threads").join(id)).is_empty());
+}
+
+/// The timestamp of the last record of `transcript` holding `text`.
+fn last_written(transcript: &Path, text: &str) -> Option<jiff::Timestamp> {
+    std::fs::read_to_string(transcript)
+        .ok()?
+        .lines()
+        .rev()
+        .filter(|l| l.contains(text))
+        .find_map(|l| serde_json::from_str::<Value>(l).ok())?["timestamp"]
+        .as_str()?
+        .parse()
+        .ok()
+}
+
+#[test]
+fn after_a_resume_the_final_reply_written_after_stop_reaches_the_thread_within_a_second() {
+    let sb = Sandbox::new();
+    sb.install_stubs();
+    let repo = sb.repo("app");
+    let task = new_task(&sb, &repo, &["Task", "--agent", "claude-code"]);
+    let wt = PathBuf::from(task["worktreePath"].as_str().unwrap());
+    let id = task["threadId"].as_str().unwrap();
+    ok(sb.grove(&wt).args(["capture", "install"]));
+    let session = "5f0c2a57-3a3e-4c1c-9d59-0b6f1d2e7a11";
+    let first = run(sb
+        .agent("claude", &wt)
+        .args(["--session-id", session, "First, and fail"]));
+    assert!(first.status.success());
+    // The failing tool's PostToolUseFailure hook ran, and its result is in.
+    let log =
+        std::fs::read_to_string(wt.join(format!(".agent/threads/{id}/logs/capture.log"))).unwrap();
+    assert!(log.contains("PostToolUseFailure"), "{log}");
+    let (_, messages) = thread_of(&wt, id);
+    assert!(
+        messages
+            .iter()
+            .flat_map(|m| m["toolCalls"].as_array().cloned().unwrap_or_default())
+            .any(|c| c["status"] == "failed"),
+        "{messages:?}"
+    );
+
+    // Resumed, Claude Code may run Stop before it writes the final reply;
+    // the session then stays open: no later hook brings the reply in.
+    let mut resumed = sb.agent("claude", &wt);
+    resumed
+        .args(["--resume", session, "Second"])
+        .env("STUB_LINGER", "5");
+    let mut child = resumed.spawn().unwrap();
+    let transcript = sb
+        .path()
+        .join("claude/projects")
+        .join(
+            wt.to_string_lossy()
+                .replace(|c: char| !c.is_ascii_alphanumeric(), "-"),
+        )
+        .join(format!("{session}.jsonl"));
+    let start = std::time::Instant::now();
+    let replies = |messages: &[Value]| {
+        texts(messages, "agent")
+            .iter()
+            .filter(|t| *t == "Done with turn 1.")
+            .count()
+    };
+    let mut held = None;
+    while start.elapsed() < std::time::Duration::from_secs(5) {
+        if replies(&thread_of(&wt, id).1) == 2 {
+            held = Some(jiff::Timestamp::now());
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the session is still open: no SessionEnd brought it"
+    );
+    let held = held.expect("the resumed turn's final reply reached the thread");
+    let written = last_written(&transcript, "Done with turn 1.").unwrap();
+    let latency = held.duration_since(written);
+    assert!(
+        latency < jiff::SignedDuration::from_secs(1),
+        "{latency:?} from its write"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
 }

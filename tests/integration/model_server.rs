@@ -110,11 +110,18 @@ impl Request {
     }
 }
 
+/// Called before the server answers a model call, with the call's number
+/// (from 0) and its body: a test holds the answer there until it saw what it
+/// waits for (the agent waits for the model meanwhile, and runs no hook).
+pub type Gate = Box<dyn Fn(u64, &Value) + Send + Sync>;
+
 struct Shared {
     api: Api,
     turns: Vec<Turn>,
     log: Mutex<Vec<Request>>,
     count: AtomicU64,
+    calls: AtomicU64,
+    gate: Option<Gate>,
     stop: AtomicBool,
     started: Instant,
 }
@@ -129,6 +136,20 @@ pub struct ModelServer {
 impl ModelServer {
     /// Starts a server speaking `api` that plays `turns`.
     pub fn start(api: Api, turns: Vec<Turn>) -> ModelServer {
+        ModelServer::start_with(api, turns, None)
+    }
+
+    /// [`ModelServer::start`], running `gate` before each model call is
+    /// answered.
+    pub fn start_gated(
+        api: Api,
+        turns: Vec<Turn>,
+        gate: impl Fn(u64, &Value) + Send + Sync + 'static,
+    ) -> ModelServer {
+        ModelServer::start_with(api, turns, Some(Box::new(gate)))
+    }
+
+    fn start_with(api: Api, turns: Vec<Turn>, gate: Option<Gate>) -> ModelServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         listener.set_nonblocking(true).unwrap();
         let port = listener.local_addr().unwrap().port();
@@ -137,6 +158,8 @@ impl ModelServer {
             turns,
             log: Mutex::new(Vec::new()),
             count: AtomicU64::new(0),
+            calls: AtomicU64::new(0),
+            gate,
             stop: AtomicBool::new(false),
             started: Instant::now(),
         });
@@ -205,6 +228,16 @@ fn serve(stream: TcpStream, shared: &Shared) {
         let n = shared.count.fetch_add(1, Ordering::SeqCst) + 1;
         let raw = String::from_utf8_lossy(&body).into_owned();
         let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let route = path.split('?').next().unwrap_or("");
+        if method == "POST"
+            && matches!(route, "/v1/messages" | "/v1/responses")
+            && n <= MAX_REQUESTS
+        {
+            let call = shared.calls.fetch_add(1, Ordering::SeqCst);
+            if let Some(gate) = &shared.gate {
+                gate(call, &json);
+            }
+        }
         let (status, content_type, answer) = if n > MAX_REQUESTS {
             (503, "application/json", error(shared.api, "overloaded"))
         } else {

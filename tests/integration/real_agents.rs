@@ -71,6 +71,18 @@ fn claude_setup(sb: &Sandbox, server: &ModelServer, cmd: &mut Command) {
 /// Codex's home (the sandbox's `CODEX_HOME`) with a model provider at
 /// `server`, and the environment with its key.
 fn codex_setup(sb: &Sandbox, server: &ModelServer, cmd: &mut Command, extra: &str) {
+    codex_config(sb, server, extra);
+    codex_env(cmd);
+}
+
+/// The environment that runs Codex offline with the scripted provider's key.
+fn codex_env(cmd: &mut Command) -> &mut Command {
+    offline(cmd).env("SCRIPTED_API_KEY", KEY)
+}
+
+/// Codex's config (the sandbox's `CODEX_HOME`) with a model provider at
+/// `server`, and `extra` after it.
+fn codex_config(sb: &Sandbox, server: &ModelServer, extra: &str) {
     let home = sb.path().join("codex");
     std::fs::create_dir_all(&home).unwrap();
     // gpt-5.5 is a model Codex knows: it gets the tools users get
@@ -86,7 +98,6 @@ fn codex_setup(sb: &Sandbox, server: &ModelServer, cmd: &mut Command, extra: &st
         ),
     )
     .unwrap();
-    offline(cmd).env("SCRIPTED_API_KEY", KEY);
 }
 
 /// grove's own config (trusted) making the built-in agents headless.
@@ -527,7 +538,6 @@ fn codex_exec_through_grove_its_turn_lands_in_the_thread_once_in_order() {
 }
 
 #[test]
-#[ignore = "issue 23 item 6: a failing tool fires PostToolUseFailure (with `error`, `is_interrupt`) instead of PostToolUse; grove installs no hook for it"]
 fn claude_a_failing_tool_runs_grove_s_post_tool_use_failure_hook() {
     let sb = Sandbox::new();
     if !sb.install_real_agents() {
@@ -546,8 +556,16 @@ fn claude_a_failing_tool_runs_grove_s_post_tool_use_failure_hook() {
     assert_eq!(log.matches("PostToolUse ").count(), 2, "{log}");
 }
 
+/// The user's answer to Codex's "Trust this folder?" for `repo`: the
+/// repository is trusted (Codex records its main worktree).
+fn trusted_project(repo: &Path) -> String {
+    format!(
+        "\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+        repo.display()
+    )
+}
+
 #[test]
-#[ignore = "issue 23 item 5: Codex 0.169 reads project hooks only from the main worktree's .codex/, only for a trusted project, and runs only hooks whose command the user trusted; grove installs them in the task's worktree, so none runs"]
 fn codex_trusted_its_turn_is_captured_live_by_grove_s_hooks() {
     let sb = Sandbox::new();
     if !sb.install_real_agents() {
@@ -556,31 +574,64 @@ fn codex_trusted_its_turn_is_captured_live_by_grove_s_hooks() {
     let server = ModelServer::start(Api::OpenAi, scenario());
     headless_agents(&sb);
     let repo = sb.repo("app");
-    let task = new_task(&sb, &repo, &["Live", "--agent", "codex"]);
-    let wt = PathBuf::from(task["worktreePath"].as_str().unwrap());
-    let id = task["threadId"].as_str().unwrap();
-    // The user trusts the project (both the task's worktree and the main one).
-    let mut cmd = sb.grove_with_agents(&repo);
-    cmd.args(["launch", id, "--prompt", &scenario()[0].prompt]);
-    codex_setup(
-        &sb,
-        &server,
-        &mut cmd,
-        &format!(
-            "\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
-            wt.display(),
-            repo.display()
-        ),
+    let (wt, id) = task(&sb, &repo, "codex");
+    // The user trusts the repository in Codex, and grove's hooks (the
+    // "Hooks need review" answer, recorded by --trust-agent).
+    codex_config(&sb, &server, &trusted_project(&repo));
+    let config_before = std::fs::read_to_string(sb.path().join("codex/config.toml")).unwrap();
+    let installed = json(&ok(sb.grove(&wt).args([
+        "capture",
+        "install",
+        "--trust-agent",
+        "--json",
+    ])));
+    let codex = &installed["agents"][0];
+    assert_eq!(
+        codex["file"],
+        repo.join(".codex/hooks.json").to_str().unwrap(),
+        "Codex reads the main worktree's hooks: {installed}"
     );
+    assert_eq!(codex["trust"]["trusted"].as_array().unwrap().len(), 7);
+    let mut cmd = sb.grove_with_agents(&repo);
+    cmd.args(["launch", &id, "--prompt", &scenario()[0].prompt]);
+    codex_env(&mut cmd);
     ok(&mut cmd);
-    let log = std::fs::read_to_string(wt.join(".agent/threads").join(id).join("logs/capture.log"))
-        .unwrap_or_default();
-    for event in ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"] {
+    let thread_dir = wt.join(".agent/threads").join(&id);
+    let log = std::fs::read_to_string(thread_dir.join("logs/capture.log")).unwrap_or_default();
+    for event in [
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "Stop",
+        "SessionEnd",
+    ] {
         assert!(
             log.contains(event),
             "Codex ran grove's {event} hook: {log:?}"
         );
     }
+    assert!(!log.contains("problem"), "{log}");
+    assert_lines(
+        &conversation(&thread_dir),
+        &expected(&scenario()[0].prompt, CODEX_TURN),
+    );
+    assert_eq!(
+        sb.git(&repo, &["status", "--porcelain"]),
+        "",
+        "grove's hooks are no change"
+    );
+    assert_eq!(sb.git(&wt, &["status", "--porcelain"]), "?? notes.txt");
+
+    // Uninstalled: the hooks, the worktree's .codex/ and the trust go; the
+    // Codex config is what it was.
+    ok(sb.grove(&wt).args(["capture", "uninstall"]));
+    assert!(!repo.join(".codex").exists());
+    assert!(!wt.join(".codex").exists());
+    assert_eq!(
+        std::fs::read_to_string(sb.path().join("codex/config.toml")).unwrap(),
+        config_before
+    );
 }
 
 /// The scenario's thread as it should be after the agent's turn, for
@@ -1486,5 +1537,380 @@ fn codex_rollout_read_while_a_reply_waits_for_its_usage_counts_it_once_read_agai
     assert_eq!(
         rows[0]["stats"]["tokens"], named,
         "the last reply's usage too"
+    );
+}
+
+/// A record the agent writes into its transcript, which the thread must
+/// hold before the model answers the request that follows it.
+#[derive(Debug, Clone, PartialEq)]
+enum Awaited {
+    /// The user's prompt.
+    Prompt(String),
+    /// The result of the tool call with this id.
+    Result(String),
+}
+
+/// What a model request follows: the result it carries last, or the
+/// prompt that opens it.
+fn awaited(api: Api, body: &Value, prompt: &str) -> Option<Awaited> {
+    match api {
+        Api::Anthropic => {
+            // Claude Code 2.1.331 sends its context as a last, system message.
+            let last = body["messages"]
+                .as_array()?
+                .iter()
+                .rev()
+                .find(|m| m["role"] == "user")?;
+            if let Some(r) = last["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|b| b["type"] == "tool_result")
+            {
+                return Some(Awaited::Result(r["tool_use_id"].as_str()?.to_string()));
+            }
+            last.to_string()
+                .contains(prompt)
+                .then(|| Awaited::Prompt(prompt.to_string()))
+        }
+        Api::OpenAi => {
+            let last = body["input"].as_array()?.last()?;
+            if let Some(id) = last["call_id"].as_str()
+                && last["type"]
+                    .as_str()
+                    .is_some_and(|t| t.ends_with("_output"))
+            {
+                return Some(Awaited::Result(id.to_string()));
+            }
+            last.to_string()
+                .contains(prompt)
+                .then(|| Awaited::Prompt(prompt.to_string()))
+        }
+    }
+}
+
+/// Whether the thread holds `what`: the prompt as a user message, a tool
+/// call's result (completed or failed).
+fn thread_holds(thread_dir: &Path, what: &Awaited) -> bool {
+    let Ok(text) = std::fs::read_to_string(thread_dir.join("messages.jsonl")) else {
+        return false;
+    };
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .any(|m| match what {
+            Awaited::Prompt(p) => {
+                m["role"] == "user" && m["content"].to_string().contains(p.as_str())
+            }
+            Awaited::Result(id) => m["toolCalls"].as_array().into_iter().flatten().any(|c| {
+                c["toolCallId"] == id.as_str()
+                    && matches!(c["status"].as_str(), Some("completed" | "failed"))
+            }),
+        })
+}
+
+/// When the agent wrote `what` into one of the transcripts under `dir`
+/// (its record's own timestamp).
+fn written_at(dir: &Path, what: &Awaited) -> Option<jiff::Timestamp> {
+    let mut files = vec![dir.to_path_buf()];
+    while let Some(f) = files.pop() {
+        if f.is_dir() {
+            files.extend(std::fs::read_dir(&f).ok()?.flatten().map(|e| e.path()));
+            continue;
+        }
+        if f.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
+        for line in std::fs::read_to_string(&f).ok()?.lines() {
+            let Ok(v) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            let hit = match what {
+                // Claude's user record, Codex's user message item.
+                Awaited::Prompt(p) => {
+                    (v["type"] == "user" && v["message"]["role"] == "user"
+                        || v["payload"]["type"] == "message" && v["payload"]["role"] == "user")
+                        && v.to_string().contains(p.as_str())
+                        && !v.to_string().contains("tool_result")
+                }
+                Awaited::Result(id) => {
+                    v["message"]["content"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|b| b["type"] == "tool_result" && b["tool_use_id"] == id.as_str())
+                        || (v["payload"]["call_id"] == id.as_str()
+                            && v["payload"]["type"]
+                                .as_str()
+                                .is_some_and(|t| t.ends_with("_output")))
+                }
+            };
+            if hit {
+                return v["timestamp"].as_str()?.parse().ok();
+            }
+        }
+    }
+    None
+}
+
+/// What the gate saw before one model answer.
+#[derive(Debug)]
+struct Seen {
+    what: Awaited,
+    /// From the record's write to the thread holding it; `None`: not within
+    /// the bound.
+    latency: Option<std::time::Duration>,
+    /// The agent's state `grove list` showed meanwhile.
+    state: String,
+}
+
+/// A gate for the model server: before each answer, waits (at most 10 s)
+/// until the thread holds the record the request follows, and notes how
+/// long after its write that was, and what `grove list` says.
+fn hold_until_captured(
+    sb: std::sync::Arc<Sandbox>,
+    api: Api,
+    repo: PathBuf,
+    thread_dir: PathBuf,
+    transcripts: PathBuf,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<Seen>>>,
+) -> impl Fn(u64, &Value) + Send + Sync + 'static {
+    let prompt = scenario()[0].prompt.clone();
+    let id = thread_dir
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    move |_, body| {
+        let Some(what) = awaited(api, body, &prompt) else {
+            return;
+        };
+        let start = Instant::now();
+        let mut held = None;
+        while start.elapsed() < std::time::Duration::from_secs(10) {
+            if thread_holds(&thread_dir, &what) {
+                held = Some(jiff::Timestamp::now());
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let latency = held.and_then(|at| {
+            let written = written_at(&transcripts, &what)?;
+            let d = at.duration_since(written);
+            Some(std::time::Duration::from_millis(
+                d.as_millis().max(0).try_into().unwrap_or(0),
+            ))
+        });
+        let state = row_of(&sb, &repo, &id)["agentState"]["state"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        seen.lock().unwrap().push(Seen {
+            what,
+            latency,
+            state,
+        });
+    }
+}
+
+/// Asserts that the gate saw each of `n` records reach the thread within a
+/// second of its write, the agent `working` meanwhile.
+#[track_caller]
+fn assert_within_a_second(seen: &[Seen], n: usize) {
+    assert_eq!(seen.len(), n, "{seen:#?}");
+    assert!(
+        matches!(seen[0].what, Awaited::Prompt(_)),
+        "the prompt first: {seen:#?}"
+    );
+    for s in seen {
+        let ok = s
+            .latency
+            .is_some_and(|l| l < std::time::Duration::from_secs(1));
+        assert!(
+            ok,
+            "{:?} reached the thread within 1 s of its write: {seen:#?}",
+            s.what
+        );
+        assert_eq!(s.state, "working", "{seen:#?}");
+    }
+}
+
+#[test]
+fn claude_each_record_reaches_the_thread_within_a_second_before_any_later_hook() {
+    let sb = std::sync::Arc::new(Sandbox::new());
+    if !sb.install_real_agents() {
+        return;
+    }
+    let repo = sb.repo("app");
+    let (wt, id) = task(&sb, &repo, "claude-code");
+    ok(sb.grove(&wt).args(["capture", "install"]));
+    let thread_dir = wt.join(".agent/threads").join(&id);
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    // The model answers only once the thread holds what Claude wrote since
+    // its last request: Claude waits for it meanwhile, and runs no hook.
+    let server = ModelServer::start_gated(
+        Api::Anthropic,
+        scenario(),
+        hold_until_captured(
+            sb.clone(),
+            Api::Anthropic,
+            repo.clone(),
+            thread_dir.clone(),
+            sb.path().join("claude/projects"),
+            seen.clone(),
+        ),
+    );
+    let prompt = &scenario()[0].prompt;
+    let mut cmd = sb.agent("claude", &wt);
+    cmd.args(["-p", "--allowedTools", "Bash Write", "--", prompt]);
+    claude_setup(&sb, &server, &mut cmd);
+    let out = run(&mut cmd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The prompt, then each tool's result (the failing one's included).
+    assert_within_a_second(&seen.lock().unwrap(), 4);
+    assert_lines(&conversation(&thread_dir), &expected(prompt, CLAUDE_TURN));
+}
+
+#[test]
+fn codex_each_record_reaches_the_thread_within_a_second_before_any_later_hook() {
+    let sb = std::sync::Arc::new(Sandbox::new());
+    if !sb.install_real_agents() {
+        return;
+    }
+    let repo = sb.repo("app");
+    let (wt, id) = task(&sb, &repo, "codex");
+    let thread_dir = wt.join(".agent/threads").join(&id);
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let server = ModelServer::start_gated(
+        Api::OpenAi,
+        scenario(),
+        hold_until_captured(
+            sb.clone(),
+            Api::OpenAi,
+            repo.clone(),
+            thread_dir.clone(),
+            sb.path().join("codex/sessions"),
+            seen.clone(),
+        ),
+    );
+    codex_config(&sb, &server, &trusted_project(&repo));
+    ok(sb.grove(&wt).args(["capture", "install", "--trust-agent"]));
+    let prompt = &scenario()[0].prompt;
+    let mut cmd = sb.agent("codex", &wt);
+    cmd.args(["exec", "--sandbox", "workspace-write", "--", prompt]);
+    codex_env(&mut cmd);
+    let out = run(&mut cmd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_within_a_second(&seen.lock().unwrap(), 4);
+    assert_lines(&conversation(&thread_dir), &expected(prompt, CODEX_TURN));
+    // After the turn waiting (Stop), then exited: `codex exec` ends its
+    // session (SessionEnd).
+    let log = std::fs::read_to_string(thread_dir.join("logs/capture.log")).unwrap();
+    assert!(
+        log.lines()
+            .any(|l| l.contains(" Stop ") && l.ends_with("state=waiting")),
+        "{log}"
+    );
+    let row = row_of(&sb, &repo, &id);
+    assert_eq!(row["agentState"]["state"], "exited", "{row}");
+    assert_eq!(row["agentState"]["event"], "SessionEnd", "{row}");
+}
+
+/// What `codex app-server` (JSON-RPC on stdin/stdout) answers to
+/// `hooks/list` for a session in `cwd`: the hooks Codex would run there,
+/// each with its `trustStatus`.
+fn codex_hooks_list(sb: &Sandbox, cwd: &Path) -> Vec<Value> {
+    use std::io::{BufRead, Write};
+    let mut cmd = sb.agent("codex", cwd);
+    cmd.arg("app-server");
+    codex_env(&mut cmd)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for request in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"clientInfo": {"name": "grove-test", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [cwd]}}),
+    ] {
+        writeln!(stdin, "{request}").unwrap();
+    }
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Ok(v) = serde_json::from_str::<Value>(&line)
+                && v["id"] == 2
+            {
+                let _ = tx.send(v);
+                return;
+            }
+        }
+    });
+    let answer = rx.recv_timeout(std::time::Duration::from_secs(30));
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    let answer = answer.expect("codex app-server answered hooks/list");
+    answer["result"]["data"][0]["hooks"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[test]
+fn codex_itself_reports_every_hook_of_grove_s_trusted_after_install_trust_agent() {
+    let sb = Sandbox::new();
+    if !sb.install_real_agents() {
+        return;
+    }
+    let server = ModelServer::start(Api::OpenAi, scenario());
+    let repo = sb.repo("app");
+    let (wt, _) = task(&sb, &repo, "codex");
+    codex_config(&sb, &server, &trusted_project(&repo));
+    let listed = |sb: &Sandbox| -> Vec<(String, String)> {
+        codex_hooks_list(sb, &wt)
+            .iter()
+            .filter(|h| {
+                h["command"]
+                    .as_str()
+                    .is_some_and(|c| c.ends_with(" capture codex"))
+            })
+            .map(|h| {
+                (
+                    h["eventName"].as_str().unwrap().to_string(),
+                    h["trustStatus"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    ok(sb.grove(&wt).args(["capture", "install"]));
+    let untrusted = listed(&sb);
+    assert_eq!(
+        untrusted.len(),
+        7,
+        "Codex finds grove's hooks from the task's worktree: {untrusted:?}"
+    );
+    assert!(
+        untrusted.iter().all(|(_, t)| t == "untrusted"),
+        "{untrusted:?}"
+    );
+    ok(sb.grove(&wt).args(["capture", "install", "--trust-agent"]));
+    let trusted = listed(&sb);
+    assert_eq!(trusted.len(), 7, "{trusted:?}");
+    assert!(
+        trusted.iter().all(|(_, t)| t == "trusted"),
+        "Codex computes the hash grove recorded, for every event: {trusted:?}"
     );
 }

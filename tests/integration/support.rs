@@ -64,7 +64,6 @@ impl Sandbox {
             "STUB_PROMPTS",
             "STUB_EXIT",
             "STUB_HOOK_COPIES",
-            "STUB_CODEX_TRUSTED",
             "XDG_CONFIG_HOME",
             "GROVE_CONFIG",
         ] {

@@ -1421,9 +1421,11 @@ fn codex_tui_takes_the_sessions_grove_writes_back_with_every_turn_complete() {
                     || s.contains("no longer configured")
                     || s.contains("Conversation interrupted")
             },
-            // Codex's offer of a newer model: keep the configured one.
+            // Codex's offer of a newer model: keep the configured one;
+            // grove's capture hooks (installed in the repository when the
+            // task was launched): trusted, as the README tells the user.
             |s| {
-                s.contains("Use existing model")
+                (s.contains("Use existing model") || s.contains("Hooks need review"))
                     .then(|| vec!["Down", "Enter"])
             },
         );

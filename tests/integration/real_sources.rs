@@ -86,6 +86,37 @@ fn thread_counts(repo: &Path) -> (Counts, usize) {
     (counts, threads)
 }
 
+/// Every message record of the chats under `home`'s `.gemini/tmp` now, by
+/// session id (from each file's first line) and message id, the last
+/// version kept — added to `records`, which keeps what files since deleted
+/// held.
+fn gemini_records(home: &Path, records: &mut BTreeMap<(String, String), Value>) {
+    let mut stack = vec![home.join(".gemini/tmp")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            if p.extension().is_none_or(|x| x != "jsonl") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            let mut session = String::new();
+            for line in text.lines() {
+                let v: Value = serde_json::from_str(line).unwrap();
+                if session.is_empty() {
+                    session = v["sessionId"].as_str().unwrap_or_default().to_string();
+                }
+                if let (Some(id), Some(_)) = (v["id"].as_str(), v["type"].as_str()) {
+                    records.insert((session.clone(), id.to_string()), v);
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn gemini_cli_as_it_really_writes_imports_whole() {
     let Some(gemini) = real_program("gemini") else {
@@ -119,88 +150,69 @@ fn gemini_cli_as_it_really_writes_imports_whole() {
             .args(args);
         succeeds(&mut cmd);
     };
-    run_gemini(&["-p", "Run a shell command, read two files and write notes"]);
-    run_gemini(&["--resume", "latest", "-p", "And a plain question"]);
-    run_gemini(&["--resume", "latest", "-p", "One more"]);
-    run_gemini(&["-p", "Ask a subagent to look around"]);
-    run_gemini(&["-p", "Just answer"]);
-
-    // Gemini's own files, read as Gemini reads them: a message's last
-    // version counts, a tool result written again as a user record is the
-    // call's, the `<session_context>` is no prompt.
-    let mut expected = Counts::default();
-    let mut sessions = 0;
-    let chats = std::fs::read_dir(home.join(".gemini/tmp"))
-        .unwrap()
-        .map(|e| e.unwrap().path().join("chats"))
-        .find(|c| c.is_dir())
-        .unwrap();
-    let mut files = vec![];
-    let mut stack = vec![chats];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "jsonl") {
-                files.push(p);
-            }
-        }
+    // Gemini's own clean-up deletes a resumed session's files at a later
+    // start: grove imports after each run (as its capture would), and the
+    // records are taken from the files as they are then — each message's
+    // last version, by session.
+    let mut records: BTreeMap<(String, String), Value> = BTreeMap::new();
+    let import = || {
+        let out = run(sb
+            .grove(&repo)
+            .env("GEMINI_CLI_HOME", &home)
+            .args(["import", "gemini", "--json"]));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    for args in [
+        &["-p", "Run a shell command, read two files and write notes"][..],
+        &["--resume", "latest", "-p", "And a plain question"],
+        &["--resume", "latest", "-p", "One more"],
+        &["-p", "Ask a subagent to look around"],
+        &["-p", "Just answer"],
+    ] {
+        run_gemini(args);
+        gemini_records(&home, &mut records);
+        import();
     }
-    for file in &files {
-        let mut last: BTreeMap<String, Value> = BTreeMap::new();
-        for line in std::fs::read_to_string(file).unwrap().lines() {
-            let v: Value = serde_json::from_str(line).unwrap();
-            if let (Some(id), Some(_)) = (v["id"].as_str(), v["type"].as_str()) {
-                last.insert(id.to_string(), v);
-            }
-        }
-        let own: Vec<&Value> = last
-            .values()
-            .filter(|r| {
-                !(r["type"] == "user"
-                    && r["content"]
-                        .as_array()
-                        .is_some_and(|p| p.iter().all(|p| p.get("functionResponse").is_some())))
-            })
-            .collect();
-        if own.is_empty() {
+    // Read as Gemini reads them: a tool result written again as a user
+    // record is the call's, the `<session_context>` is no prompt.
+    let mut expected = Counts::default();
+    let mut sessions = std::collections::BTreeSet::new();
+    for ((session, _), r) in &records {
+        if r["type"] == "user"
+            && r["content"]
+                .as_array()
+                .is_some_and(|p| p.iter().all(|p| p.get("functionResponse").is_some()))
+        {
             continue;
         }
-        sessions += 1;
-        for r in own {
-            match r["type"].as_str().unwrap() {
-                "user" if !r.to_string().contains("<session_context>") => expected.prompts += 1,
-                "gemini" => expected.replies += 1,
-                _ => {}
-            }
-            expected.reasoning += r["thoughts"].as_array().map_or(0, Vec::len);
-            for c in r["toolCalls"].as_array().into_iter().flatten() {
-                let status = match c["status"].as_str().unwrap() {
-                    "success" => "completed",
-                    _ => "failed",
-                };
-                *expected.calls.entry(status.into()).or_default() += 1;
-            }
-            for (k, v) in r["tokens"].as_object().into_iter().flatten() {
-                if let Some(n) = v.as_u64() {
-                    *expected.tokens.entry(k.clone()).or_default() += n;
-                }
+        sessions.insert(session.clone());
+        match r["type"].as_str().unwrap() {
+            "user" if !r.to_string().contains("<session_context>") => expected.prompts += 1,
+            "gemini" => expected.replies += 1,
+            _ => {}
+        }
+        expected.reasoning += r["thoughts"].as_array().map_or(0, Vec::len);
+        for c in r["toolCalls"].as_array().into_iter().flatten() {
+            let status = match c["status"].as_str().unwrap() {
+                "success" => "completed",
+                _ => "failed",
+            };
+            *expected.calls.entry(status.into()).or_default() += 1;
+        }
+        for (k, v) in r["tokens"].as_object().into_iter().flatten() {
+            if let Some(n) = v.as_u64() {
+                *expected.tokens.entry(k.clone()).or_default() += n;
             }
         }
     }
+    let sessions = sessions.len();
     assert!(expected.calls["completed"] >= 4, "{expected:?}");
     assert!(expected.calls["failed"] >= 1, "{expected:?}");
 
-    let out = run(sb
-        .grove(&repo)
-        .env("GEMINI_CLI_HOME", &home)
-        .args(["import", "gemini", "--json"]));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let (found, threads) = thread_counts(&repo);
     assert_eq!(threads, sessions);
     assert_eq!(

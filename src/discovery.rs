@@ -89,6 +89,9 @@ pub struct Found {
     /// Why its branch counts as integrated into the default branch (when
     /// its status is `merged`).
     pub integration: Option<crate::worktree::Integration>,
+    /// When its `thread.json` was last written, when the read that found it
+    /// said so (`None`: [`last_activity`] asks).
+    pub written: Option<std::time::SystemTime>,
 }
 
 impl Found {
@@ -333,6 +336,7 @@ fn add_local(project: &Project, out: &mut Discovered, seen: &mut HashSet<String>
                     repo_root: project.main_root.clone(),
                     from_cache: false,
                     integration: None,
+                    written: t.written,
                     thread: t.thread,
                     meta: t.meta,
                 });
@@ -371,6 +375,7 @@ fn restore(main_root: &Path, wt: &WorktreeEntry, c: &cache::CachedThread) -> Res
         repo_root: main_root.to_path_buf(),
         from_cache: false,
         integration: None,
+        written: None,
     })
 }
 
@@ -419,6 +424,7 @@ fn worktree_threads(
                 repo_root: main_root.to_path_buf(),
                 from_cache: false,
                 integration: None,
+                written: t.written,
                 thread: t.thread,
                 meta: t.meta,
             }
@@ -439,6 +445,7 @@ fn from_cache(c: &cache::CachedThread, status: Status, locked: Option<String>) -
         repo_root: PathBuf::from(&c.record.repo_root),
         from_cache: true,
         integration: None,
+        written: None,
     }
 }
 
@@ -618,9 +625,14 @@ fn sort_newest_first(threads: &mut [Found]) {
 /// an import of an old session is not listed below older tasks. `updatedAt`
 /// itself keeps the spec's meaning.
 pub fn last_activity(f: &Found) -> Option<jiff::Timestamp> {
-    let written = std::fs::symlink_metadata(f.thread.meta_path())
-        .and_then(|m| m.modified())
-        .ok()
+    // The time the read that found it saw; asked only when it did not say.
+    let written = f
+        .written
+        .or_else(|| {
+            std::fs::symlink_metadata(f.thread.meta_path())
+                .and_then(|m| m.modified())
+                .ok()
+        })
         .and_then(|t| jiff::Timestamp::try_from(t).ok());
     let checkpoint = f
         .meta

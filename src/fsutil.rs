@@ -337,6 +337,13 @@ pub fn open_read_opt(path: &Path) -> Result<Option<File>> {
 
 /// Reads a whole file without following a symbolic link.
 pub fn read(path: &Path) -> Result<Vec<u8>> {
+    read_with_mtime(path).map(|(bytes, _)| bytes)
+}
+
+/// [`read`], with the file's modification time from the same `fstat` that
+/// sizes the buffer: `list` learns when each `thread.json` was last written
+/// without looking at it again.
+pub fn read_with_mtime(path: &Path) -> Result<(Vec<u8>, Option<std::time::SystemTime>)> {
     use std::io::Read;
     /// Reads through `Read::read` only: `File`'s own `read_to_end` asks the
     /// size again (fstat and lseek), and `list` reads thousands of these.
@@ -349,10 +356,12 @@ pub fn read(path: &Path) -> Result<Vec<u8>> {
     let file = open_read(path)?;
     // Sized from the open file, as `std::fs::read` does: one read, not a
     // growing buffer.
-    let len = file.metadata().map(|m| m.len() as usize).unwrap_or(0);
+    let stat = file.metadata().ok();
+    let len = stat.as_ref().map_or(0, |m| m.len() as usize);
+    let mtime = stat.and_then(|m| m.modified().ok());
     let mut bytes = Vec::with_capacity(len + 1);
     Plain(file).read_to_end(&mut bytes).ctx("reading", path)?;
-    Ok(bytes)
+    Ok((bytes, mtime))
 }
 
 /// [`read`], `None` when nothing is at `path`.

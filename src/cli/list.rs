@@ -459,6 +459,7 @@ fn catch_up(threads: &mut [Found]) -> Vec<String> {
                         && let Ok(meta) = f.thread.meta()
                     {
                         f.meta = meta;
+                        f.written = None;
                     }
                     warnings.extend(
                         a.problems
@@ -482,6 +483,7 @@ fn catch_up(threads: &mut [Found]) -> Vec<String> {
         }
         if let Ok(meta) = f.thread.meta() {
             f.meta = meta;
+            f.written = None;
         }
     }
     warnings

@@ -45,6 +45,8 @@ pub struct InitOutcome {
 pub struct ListedThread {
     pub thread: Thread,
     pub meta: ThreadMeta,
+    /// When its `thread.json` was last written, as the read found it.
+    pub written: Option<std::time::SystemTime>,
 }
 
 /// A listing: the threads that could be read and the ones that could not.
@@ -180,6 +182,13 @@ impl Store {
     /// [`Store::scan`] of the names `keep` accepts (the others cost nothing
     /// but their directory entry).
     fn scan_matching(&self, keep: Keep<'_>) -> Result<(Vec<String>, Vec<Error>)> {
+        self.scan_dirs(keep, true)
+    }
+
+    /// The thread directories `keep` accepts; with `with_file`, only those
+    /// holding a `thread.json` (a listing that reads each one anyway finds
+    /// out by reading it, and asks nothing more of the file system).
+    fn scan_dirs(&self, keep: Keep<'_>, with_file: bool) -> Result<(Vec<String>, Vec<Error>)> {
         self.guard()?;
         let dir = self.threads_dir();
         if let Keep::Id(id) = keep {
@@ -211,7 +220,7 @@ impl Store {
                 Ok(t) if t.is_dir() => {}
                 _ => continue,
             }
-            if std::fs::symlink_metadata(path.join(atsf::THREAD_FILE)).is_ok() {
+            if !with_file || std::fs::symlink_metadata(path.join(atsf::THREAD_FILE)).is_ok() {
                 ids.push(name);
             }
         }
@@ -362,7 +371,7 @@ impl Store {
 
     /// [`Store::list_matching`] of the threads `keep` names.
     pub fn list_kept(&self, keep: Keep<'_>) -> Result<Listing> {
-        let (ids, errors) = self.scan_matching(keep)?;
+        let (ids, errors) = self.scan_dirs(keep, false)?;
         let threads: Vec<Thread> = ids
             .into_iter()
             .map(|id| {
@@ -376,7 +385,14 @@ impl Store {
         };
         for (thread, meta) in read_metas(threads) {
             match meta {
-                Ok(meta) => listing.threads.push(ListedThread { thread, meta }),
+                Ok((meta, written)) => listing.threads.push(ListedThread {
+                    thread,
+                    meta,
+                    written,
+                }),
+                // A directory without its `thread.json` (one being made, or
+                // left by something else) is no thread.
+                Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => listing.errors.push(e),
             }
         }
@@ -495,13 +511,16 @@ impl Drop for StagedThread {
 }
 
 /// Reads many `thread.json` files, spread over the available cores.
-fn read_metas(threads: Vec<Thread>) -> Vec<(Thread, Result<ThreadMeta>)> {
+/// A thread's `thread.json` and when it was last written.
+type MetaRead = Result<(ThreadMeta, Option<std::time::SystemTime>)>;
+
+fn read_metas(threads: Vec<Thread>) -> Vec<(Thread, MetaRead)> {
     let workers = crate::parallel::workers(8);
     if threads.len() < 64 || workers < 2 {
         return threads
             .into_iter()
             .map(|t| {
-                let meta = t.meta();
+                let meta = t.meta_and_mtime();
                 (t, meta)
             })
             .collect();
@@ -513,7 +532,7 @@ fn read_metas(threads: Vec<Thread>) -> Vec<(Thread, Result<ThreadMeta>)> {
             .map(|part| {
                 scope.spawn(move || {
                     part.iter()
-                        .map(|t| (t.clone(), t.meta()))
+                        .map(|t| (t.clone(), t.meta_and_mtime()))
                         .collect::<Vec<_>>()
                 })
             })

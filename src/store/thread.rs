@@ -140,8 +140,15 @@ impl Thread {
     /// Reads `thread.json` (never through a link), refusing a newer MAJOR
     /// version and a `threadId` that is not the directory's name.
     pub fn meta(&self) -> Result<ThreadMeta> {
+        self.meta_and_mtime().map(|(meta, _)| meta)
+    }
+
+    /// [`Thread::meta`], with when `thread.json` was last written (from the
+    /// same read).
+    pub fn meta_and_mtime(&self) -> Result<(ThreadMeta, Option<std::time::SystemTime>)> {
         let path = self.meta_path();
-        let meta: ThreadMeta = atsf::read_json_file(&path)?;
+        let (bytes, mtime) = fsutil::read_with_mtime(&path)?;
+        let meta: ThreadMeta = atsf::parse_json(&path, &bytes)?;
         if meta.thread_id != self.id {
             return Err(Error::Parse {
                 path,
@@ -153,7 +160,7 @@ impl Thread {
                 ),
             });
         }
-        Ok(meta)
+        Ok((meta, mtime))
     }
 
     /// Replaces `thread.json` atomically.

@@ -158,11 +158,14 @@ fn render(
     if args.tree {
         write_tree(&mut w, args, &all_threads, out)?;
     } else if args.json {
-        let rows: Vec<_> = threads.iter().map(row_json).collect();
+        // One row at a time: the rows of 10,000 threads are never all held
+        // as JSON values at once.
+        use serde::Serializer;
+        let rows = threads.iter().map(row_json);
         if args.watch {
-            serde_json::to_writer(&mut w, &rows)?;
+            serde_json::Serializer::new(&mut w).collect_seq(rows)?;
         } else {
-            serde_json::to_writer_pretty(&mut w, &rows)?;
+            serde_json::Serializer::pretty(&mut w).collect_seq(rows)?;
         }
         w.write_all(b"\n")?;
     } else if threads.is_empty() {

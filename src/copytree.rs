@@ -85,29 +85,11 @@ fn make_link(target: &Path, at: &Path) -> Result<()> {
     std::os::windows::fs::symlink_file(target, at).ctx("creating the link", at)
 }
 
-/// Copies the files over up to 8 threads; returns the bytes copied.
+/// Copies the files on every core; returns the bytes copied.
 fn copy_files(files: &[(PathBuf, PathBuf, std::fs::Metadata)]) -> Result<u64> {
-    let workers = crate::parallel::workers(8);
-    let chunk = files.len().div_ceil(workers).max(1);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = files
-            .chunks(chunk)
-            .map(|part| {
-                scope.spawn(move || -> Result<u64> {
-                    let mut bytes = 0;
-                    for (src, dst, meta) in part {
-                        bytes += copy_file(src, dst, meta)?;
-                    }
-                    Ok(bytes)
-                })
-            })
-            .collect();
-        let mut total = 0;
-        for h in handles {
-            total += h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?;
-        }
-        Ok(total)
-    })
+    crate::parallel::map(files, 2, |(src, dst, meta)| copy_file(src, dst, meta))
+        .into_iter()
+        .sum()
 }
 
 fn copy_file(src: &Path, dst: &Path, meta: &std::fs::Metadata) -> Result<u64> {

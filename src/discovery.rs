@@ -527,39 +527,20 @@ fn compute_statuses(repo: &Repo, threads: &mut [Found], indices: &[usize]) -> Re
     Ok(())
 }
 
-/// `work` over every job, one worker per core taking the next job as it
-/// finishes one (worktrees differ in size); results in the jobs' order.
-/// Each worker opens the main repository once for its jobs.
+/// `work` over every job on every core (worktrees differ in size, so each
+/// worker takes the next job as it finishes one); results in the jobs'
+/// order. Each worker opens the main repository once for its jobs.
 fn in_parallel<J: Sync, R: Send>(
     jobs: &[J],
     work: impl Fn(Option<&git2::Repository>, &J) -> R + Sync,
     main_root: &Path,
 ) -> Vec<R> {
-    let workers = crate::parallel::workers(8).min(jobs.len());
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                let (next, work) = (&next, &work);
-                scope.spawn(move || {
-                    let main = git2::Repository::open(main_root).ok();
-                    let mut out = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(job) = jobs.get(i) else { break };
-                        out.push((i, work(main.as_ref(), job)));
-                    }
-                    out
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    });
-    done.sort_by_key(|(i, _)| *i);
-    done.into_iter().map(|(_, r)| r).collect()
+    crate::parallel::map_with(
+        jobs,
+        2,
+        || git2::Repository::open(main_root).ok(),
+        |main, job| work(main.as_ref(), job),
+    )
 }
 
 fn worktree_status(

@@ -49,7 +49,7 @@ pub mod home;
 pub mod hooks;
 pub mod import;
 pub mod intent;
-mod parallel;
+pub mod parallel;
 pub mod ports;
 pub mod project;
 pub mod recover;

@@ -197,29 +197,17 @@ const PARALLEL_LEVEL: usize = 8;
 /// the threads in parallel, and the subdirectories they find make the next
 /// level; then the directories, deepest first.
 fn remove_tree(root: &Path) -> Result<()> {
-    let threads = crate::parallel::workers(8);
     let mut levels: Vec<Vec<PathBuf>> = Vec::new();
     let mut level = vec![root.to_path_buf()];
     while !level.is_empty() {
-        let chunk = level.len().div_ceil(threads).max(1);
         // A level of a few directories (all of a small worktree's, the top
         // of a large one) is emptied here: a thread costs more than their
         // few files.
-        let next: Result<Vec<Vec<PathBuf>>> =
-            if chunk >= level.len() || level.len() < PARALLEL_LEVEL {
-                empty_files(&level).map(|subdirs| vec![subdirs])
-            } else {
-                std::thread::scope(|scope| {
-                    let handles: Vec<_> = level
-                        .chunks(chunk)
-                        .map(|dirs| scope.spawn(move || empty_files(dirs)))
-                        .collect();
-                    handles
-                        .into_iter()
-                        .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                        .collect()
-                })
-            };
+        let next: Result<Vec<Vec<PathBuf>>> = crate::parallel::map(&level, PARALLEL_LEVEL, |dir| {
+            empty_files(std::slice::from_ref(dir))
+        })
+        .into_iter()
+        .collect();
         levels.push(std::mem::take(&mut level));
         level = next?.into_iter().flatten().collect();
     }

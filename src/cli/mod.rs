@@ -85,6 +85,12 @@ struct Cli {
     #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
     color: output::ColorChoice,
 
+    /// Threads for the parallel walks (search, statuses, listing, copying
+    /// and deleting trees); 0 or unset: one per core this process may use.
+    /// Also GROVE_JOBS.
+    #[arg(short = 'j', long, global = true, value_name = "N")]
+    jobs: Option<usize>,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -207,7 +213,7 @@ fn subcommand_position(argv: &[std::ffi::OsString]) -> Option<usize> {
     while i < argv.len() {
         let word = argv[i].to_string_lossy();
         match word.as_ref() {
-            "-C" | "--color" => i += 2,
+            "-C" | "--color" | "-j" | "--jobs" => i += 2,
             w if w.starts_with('-') => i += 1,
             _ => return Some(i),
         }
@@ -256,6 +262,14 @@ pub fn main() -> ExitCode {
     if let Err(e) = grove::userconfig::get() {
         out.error(&e.to_string());
         return ExitCode::from(exit::ERROR);
+    }
+    match (cli.jobs, grove::parallel::jobs_from_env()) {
+        (Some(jobs), _) => grove::parallel::set_jobs(jobs),
+        (None, Ok(jobs)) => grove::parallel::set_jobs(jobs.unwrap_or(0)),
+        (None, Err(e)) => {
+            out.error(&e);
+            return ExitCode::from(exit::USAGE);
+        }
     }
     grove::gitcmd::set_verbose(cli.verbose);
     if let Ok(exe) = std::env::current_exe() {

@@ -48,7 +48,7 @@ fn search_within<S>(
 where
     S: FnMut(usize, Event) -> std::io::Result<()> + Send,
 {
-    let workers = crate::parallel::workers(8).min(threads.len().max(1));
+    let workers = crate::parallel::workers().min(threads.len().max(1));
     let shared = Shared {
         state: Mutex::new(State {
             sink,

@@ -515,36 +515,8 @@ impl Drop for StagedThread {
 type MetaRead = Result<(ThreadMeta, Option<std::time::SystemTime>)>;
 
 fn read_metas(threads: Vec<Thread>) -> Vec<(Thread, MetaRead)> {
-    let workers = crate::parallel::workers(8);
-    if threads.len() < 64 || workers < 2 {
-        return threads
-            .into_iter()
-            .map(|t| {
-                let meta = t.meta_and_mtime();
-                (t, meta)
-            })
-            .collect();
-    }
-    let chunk = threads.len().div_ceil(workers);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = threads
-            .chunks(chunk)
-            .map(|part| {
-                scope.spawn(move || {
-                    part.iter()
-                        .map(|t| (t.clone(), t.meta_and_mtime()))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| {
-                h.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    })
+    let metas = crate::parallel::map(&threads, 64, Thread::meta_and_mtime);
+    threads.into_iter().zip(metas).collect()
 }
 
 /// Sorts by `updatedAt`, newest first; ties by `createdAt`, then id.

@@ -201,3 +201,58 @@ fn escaped_text_and_malformed_lines() {
     assert!(stderr.contains("messages.jsonl:2"), "{stderr}");
     assert_eq!(hits(&sb, &dir, &["said \"café\""]).len(), 1);
 }
+
+/// Writes `n` threads straight into `repo`'s store, each with one message
+/// naming its number.
+fn many_threads(repo: &Path, n: usize) {
+    for i in 0..n {
+        let id = format!("00000000-0000-4000-8000-{i:012}");
+        let dir = repo.join(".agent/threads").join(&id);
+        std::fs::create_dir_all(&dir).unwrap();
+        let meta = serde_json::json!({
+            "specVersion": "1.1", "threadId": id, "title": format!("T{i}"),
+            "createdAt": "2025-03-01T10:00:00.000Z",
+            "updatedAt": format!("2025-03-01T10:{:02}:{:02}.000Z", i / 60 % 60, i % 60),
+            "agent": {"id": "unknown", "name": "unknown"}, "context": {"workingDir": "."},
+            "stats": {"messageCount": 1, "userMessageCount": 1, "agentMessageCount": 0, "toolCallCount": 0},
+            "metadata": {}
+        });
+        std::fs::write(dir.join("thread.json"), meta.to_string()).unwrap();
+        let line = msg("m1", "user", &format!("needle number {i}"));
+        std::fs::write(dir.join("messages.jsonl"), format!("{line}\n")).unwrap();
+    }
+}
+
+#[test]
+fn the_number_of_threads_changes_nothing_but_speed() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    many_threads(&repo, 300);
+    let default = ok(sb.grove(&repo).args(["search", "needle", "--json"]));
+    assert_eq!(json(&default).as_array().unwrap().len(), 300);
+    // More threads than cores, one, and the variable: the same hits in
+    // the same order.
+    for jobs in [["-j", "1"], ["-j", "24"], ["--jobs", "0"]] {
+        let out = ok(sb
+            .grove(&repo)
+            .args(jobs)
+            .args(["search", "needle", "--json"]));
+        assert_eq!(out, default, "{jobs:?}");
+    }
+    let out = ok(sb
+        .grove(&repo)
+        .env("GROVE_JOBS", "17")
+        .args(["search", "needle", "--json"]));
+    assert_eq!(out, default);
+    let list = ok(sb.grove(&repo).args(["list", "--json"]));
+    let list_many = ok(sb.grove(&repo).args(["-j", "24", "list", "--json"]));
+    assert_eq!(list_many, list);
+
+    let err = fails_with(
+        sb.grove(&repo)
+            .env("GROVE_JOBS", "lots")
+            .args(["search", "needle"]),
+        2,
+    );
+    assert!(err.contains("GROVE_JOBS") && err.contains("lots"), "{err}");
+}

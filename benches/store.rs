@@ -15,7 +15,7 @@ use grove::atsf::{ContentBlock, Message, Role, Stats, ToolCall, ToolStatus};
 use grove::store::{AppendOptions, Store};
 
 mod common;
-use common::{median, scale, scaled, wanted};
+use common::{alternate, median, peak, report, scale, scaled, time_piped, wanted};
 
 const GROVE: &str = env!("CARGO_BIN_EXE_grove");
 
@@ -93,24 +93,30 @@ fn bench_list(root: &Path) {
         )
         .expect("write");
     }
-    let (mut grove_t, mut cat_t) = (Vec::new(), Vec::new());
-    let glob = format!("cat {}/.agent/threads/*/thread.json", project.display());
-    // Warm the page cache once, then alternate.
-    time_cmd(Command::new("sh").args(["-c", &glob]));
-    for _ in 0..7 {
-        grove_t.push(time_cmd(
-            Command::new(GROVE)
-                .args(["list", "--json"])
-                .current_dir(&project),
-        ));
-        cat_t.push(time_cmd(Command::new("sh").args(["-c", &glob])));
-    }
-    let (g, c) = (median(grove_t), median(cat_t));
+    // cat gets the files themselves, in the order the directory lists
+    // them, as a shell glob would (no shell timed); both write into a pipe
+    // that is read.
+    let mut files: Vec<_> = std::fs::read_dir(store.threads_dir())
+        .expect("list")
+        .map(|e| e.expect("entry").path().join("thread.json"))
+        .collect();
+    files.sort();
+    let mut grove_cmd = Command::new(GROVE);
+    grove_cmd.args(["list", "--json"]).current_dir(&project);
+    let (g, c) = alternate(
+        21,
+        || time_piped(&mut grove_cmd),
+        || time_piped(Command::new("cat").args(&files)),
+    );
+    report(
+        &format!("list --json over {n} threads vs cat of their thread.json"),
+        g,
+        c,
+        1.0,
+    );
     println!(
-        "list --json over {n} threads: grove {:.1} ms, cat {:.1} ms, ratio {:.2}x (target <= 2x)",
-        g.as_secs_f64() * 1e3,
-        c.as_secs_f64() * 1e3,
-        g.as_secs_f64() / c.as_secs_f64()
+        "list --json over {n} threads: peak {:.1} MiB (target <= 64 MiB)",
+        peak(&grove_cmd) as f64 / 1024.0
     );
 }
 
@@ -167,6 +173,7 @@ fn bench_read(root: &Path) {
 }
 
 fn main() {
+    common::serve_as_peak_wrapper();
     let root = tempfile::Builder::new()
         .prefix("grove-bench-")
         .tempdir()

@@ -323,7 +323,7 @@ fn add_other_repositories(
 
 /// The threads of the main checkout's `.agent/`.
 fn add_local(project: &Project, out: &mut Discovered, seen: &mut HashSet<String>, keep: Keep<'_>) {
-    match project.main_store().list_kept(keep) {
+    match project.main_store().list_unordered(keep) {
         Ok(listing) => {
             out.errors.extend(listing.errors);
             for t in listing.threads {
@@ -395,7 +395,7 @@ fn worktree_threads(
         state: CacheState::Live,
         cached_at: crate::atsf::now_timestamp(),
     };
-    let listing = match store.list_kept(keep) {
+    let listing = match store.list_unordered(keep) {
         Ok(listing) => listing,
         Err(e) => {
             errors.push(e);

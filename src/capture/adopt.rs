@@ -65,7 +65,9 @@ pub fn task_agent(
         return None;
     }
     let worktree = agent.parent()?.to_path_buf();
-    let main = crate::fsutil::same_file(&worktree, repo_root);
+    // The main checkout's threads are found under the very path of its
+    // root: compared as text first, so a list of its threads stats nothing.
+    let main = worktree == repo_root || crate::fsutil::same_file(&worktree, repo_root);
     (!main && worktree.is_dir()).then_some((native, worktree))
 }
 

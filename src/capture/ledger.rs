@@ -141,6 +141,16 @@ pub fn sessions(repo_root: &Path, thread_id: &str) -> Vec<SessionRecord> {
         .collect()
 }
 
+/// The threads of the repository that have sessions in the ledger, by id:
+/// one listing, so that a look over thousands of threads opens nothing for
+/// the threads that have none.
+pub fn threads_with_sessions(repo_root: &Path) -> std::collections::HashSet<String> {
+    dirs(repo_root)
+        .into_iter()
+        .filter_map(|d| Some(d.file_name()?.to_str()?.to_owned()))
+        .collect()
+}
+
 /// Whether this machine captured session `session_id` into thread
 /// `thread_id`.
 pub fn has(repo_root: &Path, thread_id: &str, session_id: &str) -> bool {

@@ -1,7 +1,7 @@
 //! `grove list`
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use grove::capture::adopt;
 use grove::capture::state::{self, AgentState};
@@ -161,7 +161,7 @@ fn render(
         // One row at a time: the rows of 10,000 threads are never all held
         // as JSON values at once.
         use serde::Serializer;
-        let rows = threads.iter().map(row_json);
+        let rows = threads.iter().map(|f| row_json(f));
         if args.watch {
             serde_json::Serializer::new(&mut w).collect_seq(rows)?;
         } else {
@@ -178,8 +178,8 @@ fn render(
 }
 
 /// The threads `args` asks for, in its order, at most `--limit`.
-fn select(args: &Args, all: &[Found]) -> Vec<Found> {
-    let mut threads: Vec<Found> = all
+fn select<'a>(args: &Args, all: &'a [Found]) -> Vec<&'a Found> {
+    let mut threads: Vec<&Found> = all
         .iter()
         .filter(|f| {
             (args.archived || !f.meta.is_archived())
@@ -192,7 +192,6 @@ fn select(args: &Args, all: &[Found]) -> Vec<Found> {
                 && (args.statuses.is_empty() || args.statuses.contains(&f.status))
                 && args.agent.as_ref().is_none_or(|a| *a == f.meta.agent.id)
         })
-        .cloned()
         .collect();
     match args.sort {
         // Discovery lists by the latest activity already.
@@ -282,7 +281,7 @@ struct Columns {
 }
 
 impl Columns {
-    fn fit(args: &Args, threads: &[Found], ids: &[String]) -> Columns {
+    fn fit(args: &Args, threads: &[&Found], ids: &[String]) -> Columns {
         use super::table::display_width;
         let agent = threads.iter().any(|f| state::current(&f.meta).is_some());
         // A longer id (one that is the start of another's) is cut.
@@ -333,7 +332,7 @@ fn repo_name(f: &Found) -> String {
 fn write_table(
     w: &mut Vec<u8>,
     args: &Args,
-    threads: &[Found],
+    threads: &[&Found],
     out: &Output,
 ) -> anyhow::Result<()> {
     let ids: Vec<&str> = threads.iter().map(|f| f.meta.thread_id.as_str()).collect();
@@ -445,12 +444,13 @@ fn write_row(
 fn catch_up(threads: &mut [Found]) -> Vec<String> {
     let mut warnings = Vec::new();
     let mut looked = std::collections::HashSet::new();
+    let cache_root = grove::home::cache_root().unwrap_or_default();
+    // Each repository's ledger listed once: most threads have no session
+    // recorded, and nothing is opened for them.
+    let mut captured: std::collections::HashMap<PathBuf, std::collections::HashSet<String>> =
+        std::collections::HashMap::new();
     for f in threads.iter_mut() {
-        if f.from_cache
-            || f.thread
-                .dir()
-                .starts_with(grove::home::cache_root().unwrap_or_default())
-        {
+        if f.from_cache || f.thread.dir().starts_with(&cache_root) {
             continue;
         }
         if let Some((_, worktree)) = adopt::task_agent(&f.thread, &f.meta, &f.repo_root)
@@ -458,6 +458,11 @@ fn catch_up(threads: &mut [Found]) -> Vec<String> {
         {
             match adopt::look(&f.thread, &f.meta, &f.repo_root) {
                 Ok(a) => {
+                    if a.sessions > 0
+                        && let Some(ids) = captured.get_mut(&f.repo_root)
+                    {
+                        ids.insert(f.meta.thread_id.clone());
+                    }
                     if a.sessions > 0
                         && let Ok(meta) = f.thread.meta()
                     {
@@ -473,7 +478,11 @@ fn catch_up(threads: &mut [Found]) -> Vec<String> {
                 Err(e) => warnings.push(format!("thread {}: capture: {e}", f.meta.thread_id)),
             }
         }
-        if !grove::capture::sync::pending(&f.repo_root, &f.meta) {
+        let has_sessions = captured
+            .entry(f.repo_root.clone())
+            .or_insert_with(|| grove::capture::ledger::threads_with_sessions(&f.repo_root))
+            .contains(&f.meta.thread_id);
+        if !has_sessions || !grove::capture::sync::pending(&f.repo_root, &f.meta) {
             continue;
         }
         match grove::capture::sync::catch_up(&f.thread, &f.repo_root) {

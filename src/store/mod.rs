@@ -371,6 +371,15 @@ impl Store {
 
     /// [`Store::list_matching`] of the threads `keep` names.
     pub fn list_kept(&self, keep: Keep<'_>) -> Result<Listing> {
+        let mut listing = self.list_unordered(keep)?;
+        sort_newest_first(&mut listing.threads);
+        Ok(listing)
+    }
+
+    /// [`Store::list_kept`] in no particular order, for a caller that
+    /// orders the threads by its own key (sorting 10,000 threads' metadata
+    /// twice is a tenth of a list's time).
+    pub fn list_unordered(&self, keep: Keep<'_>) -> Result<Listing> {
         let (ids, errors) = self.scan_dirs(keep, false)?;
         let threads: Vec<Thread> = ids
             .into_iter()
@@ -396,7 +405,6 @@ impl Store {
                 Err(e) => listing.errors.push(e),
             }
         }
-        sort_newest_first(&mut listing.threads);
         Ok(listing)
     }
 }
@@ -521,16 +529,15 @@ fn read_metas(threads: Vec<Thread>) -> Vec<(Thread, MetaRead)> {
 
 /// Sorts by `updatedAt`, newest first; ties by `createdAt`, then id.
 pub fn sort_newest_first(threads: &mut [ListedThread]) {
-    fn key(t: &ListedThread) -> (Option<jiff::Timestamp>, Option<jiff::Timestamp>) {
+    // Each time parsed once, not at every comparison.
+    threads.sort_by_cached_key(|t| {
         (
-            t.meta.updated_at.parse().ok(),
-            t.meta.created_at.parse().ok(),
+            std::cmp::Reverse((
+                t.meta.updated_at.parse::<jiff::Timestamp>().ok(),
+                t.meta.created_at.parse::<jiff::Timestamp>().ok(),
+            )),
+            t.thread.id().to_owned(),
         )
-    }
-    threads.sort_by(|a, b| {
-        key(b)
-            .cmp(&key(a))
-            .then_with(|| a.thread.id().cmp(b.thread.id()))
     });
 }
 

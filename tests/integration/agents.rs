@@ -663,3 +663,61 @@ fn after_a_resume_the_final_reply_written_after_stop_reaches_the_thread_within_a
     let _ = child.kill();
     let _ = child.wait();
 }
+
+#[test]
+fn list_brings_in_what_a_captured_session_wrote_after_its_last_hook() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    // Threads with no session at all beside it: list looks at none of them.
+    for n in 0..3 {
+        new_thread(&sb, &repo, &format!("Other {n}"));
+    }
+    let task = new_task(&sb, &repo, &["Task", "--agent", "claude-code"]);
+    let wt = PathBuf::from(task["worktreePath"].as_str().unwrap());
+    let id = task["threadId"].as_str().unwrap();
+    let transcript = sb.path().join("s1.jsonl");
+    let fixture = fixtures().join("claude/v2.1/cb88ae13-898d-4076-aeb5-bc37191c5d2e.jsonl");
+    std::fs::copy(&fixture, &transcript).unwrap();
+    // The session's end: no follow-up watches the transcript after it.
+    hook(
+        &sb,
+        &wt,
+        "claude",
+        Some(id),
+        serde_json::json!({
+            "session_id": "cb88ae13-898d-4076-aeb5-bc37191c5d2e",
+            "transcript_path": transcript,
+            "cwd": wt,
+            "hook_event_name": "SessionEnd",
+        }),
+    );
+    let count = |list: &Value| {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["threadId"] == id)
+            .unwrap()["stats"]["messageCount"]
+            .as_u64()
+            .unwrap()
+    };
+    let before = count(&json(&ok(sb.grove(&repo).args(["list", "--json"]))));
+    assert!(before > 0);
+    // Claude Code writes one more prompt with no hook run.
+    let text = std::fs::read_to_string(&fixture).unwrap();
+    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let mut prompt: Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|r| r["type"] == "user")
+        .unwrap();
+    prompt["uuid"] = "0b0e7c35-6a2f-4c57-9a57-0d4c9b0e1f11".into();
+    prompt["parentUuid"] = last["uuid"].clone();
+    prompt["message"]["content"] = "One more thing, after the hooks".into();
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&transcript)
+        .unwrap();
+    std::io::Write::write_all(&mut file, format!("{prompt}\n").as_bytes()).unwrap();
+    let after = count(&json(&ok(sb.grove(&repo).args(["list", "--json"]))));
+    assert_eq!(after, before + 1, "the prompt written after the last hook");
+}

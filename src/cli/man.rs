@@ -27,7 +27,8 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
     let mut written = Vec::new();
     let mut pages = vec![("grove".to_string(), cmd.clone())];
-    for sub in cmd.get_subcommands() {
+    // grove's internal commands (`__delete-trash`) are no one's to type.
+    for sub in cmd.get_subcommands().filter(|sub| !sub.is_hide_set()) {
         let name = format!("grove-{}", sub.get_name());
         // The page names the command as typed: `grove new`.
         let page = sub.clone().bin_name(format!("grove {}", sub.get_name()));

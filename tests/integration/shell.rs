@@ -126,6 +126,16 @@ fn manual_pages_come_from_the_same_definitions() {
         "{new}"
     );
     assert!(dir.join("grove-resume.1").is_file());
+    let pages: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        pages.iter().all(|p| !p.contains("__")),
+        "no page for grove's internal commands: {pages:?}"
+    );
+    let main = std::fs::read_to_string(dir.join("grove.1")).unwrap();
+    assert!(!main.contains("delete\\-trash"), "{main}");
 }
 
 #[test]

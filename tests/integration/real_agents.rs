@@ -1476,12 +1476,9 @@ fn which(program: &str) -> bool {
         .any(|d| d.join(program).is_file())
 }
 
-#[test]
-fn codex_rollout_read_while_a_reply_waits_for_its_usage_counts_it_once_read_again() {
-    let sb = Sandbox::new();
-    if !sb.install_real_agents() {
-        return;
-    }
+/// The scenario played by `codex exec` run by hand outside any repository;
+/// its rollout and the rollout's records.
+fn codex_exec_rollout(sb: &Sandbox) -> (PathBuf, Vec<Value>) {
     let server = ModelServer::start(Api::OpenAi, scenario());
     let dir = sb.dir("by-hand");
     let mut cmd = sb.agent("codex", &dir);
@@ -1493,14 +1490,23 @@ fn codex_rollout_read_while_a_reply_waits_for_its_usage_counts_it_once_read_agai
         "--",
         &scenario()[0].prompt,
     ]);
-    codex_setup(&sb, &server, &mut cmd, "");
+    codex_setup(sb, &server, &mut cmd, "");
     let out = run(&mut cmd);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let (rollout, records) = rollouts(&sb).remove(0);
+    rollouts(sb).remove(0)
+}
+
+#[test]
+fn codex_rollout_read_while_a_reply_waits_for_its_usage_counts_it_once_read_again() {
+    let sb = Sandbox::new();
+    if !sb.install_real_agents() {
+        return;
+    }
+    let (rollout, records) = codex_exec_rollout(&sb);
     let want = codex_rollout_usage(std::slice::from_ref(&rollout));
 
     // Read as a capture would while Codex writes: the answer is in the
@@ -1539,6 +1545,53 @@ fn codex_rollout_read_while_a_reply_waits_for_its_usage_counts_it_once_read_agai
     assert_eq!(
         rows[0]["stats"]["tokens"], named,
         "the last reply's usage too"
+    );
+}
+
+#[test]
+fn codex_rollout_read_line_by_line_as_codex_writes_it_counts_every_response_s_usage_once() {
+    let sb = Sandbox::new();
+    if !sb.install_real_agents() {
+        return;
+    }
+    let (rollout, _) = codex_exec_rollout(&sb);
+    let want = codex_rollout_usage(std::slice::from_ref(&rollout));
+    // A capture may come after any record Codex writes (a hook, the
+    // follow-up): here after each one, so a call whose output or usage is
+    // still to come is read before them, and again with them.
+    let text = std::fs::read_to_string(&rollout).unwrap();
+    let growing = sb.dir("growing").join(rollout.file_name().unwrap());
+    let repo = sb.repo("r");
+    let mut so_far = String::new();
+    for line in text.lines() {
+        so_far.push_str(line);
+        so_far.push('\n');
+        std::fs::write(&growing, &so_far).unwrap();
+        let out =
+            run(sb
+                .grove(&repo)
+                .args(["import", "codex", growing.to_str().unwrap(), "--json"]));
+        assert!(
+            matches!(out.status.code(), Some(0 | 4)),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let rows = list_rows(&sb, &repo);
+    assert_eq!(rows.len(), 1);
+    let named: Value = TOKEN_COUNTS
+        .iter()
+        .zip(want)
+        .map(|(k, n)| (k.to_string(), json!(n)))
+        .collect::<serde_json::Map<_, _>>()
+        .into();
+    assert_eq!(rows[0]["stats"]["tokens"], named, "every response's usage");
+    let thread_dir = repo
+        .join(".agent/threads")
+        .join(rows[0]["threadId"].as_str().unwrap());
+    assert_lines(
+        &conversation(&thread_dir),
+        &expected(&scenario()[0].prompt, CODEX_TURN),
     );
 }
 

@@ -78,6 +78,12 @@ pub struct Request {
     pub env_thread: Option<String>,
     /// Where the hook runs, when the input has no `cwd`.
     pub cwd: PathBuf,
+    /// The process that ran the hook (its parent). Codex runs a hook
+    /// directly from the process that runs the session — `codex exec`
+    /// itself, or the app-server daemon its TUI leaves sessions to — so for
+    /// Codex it says where the session lives on. (Claude Code runs hooks
+    /// through `sh -c`: its parent says nothing.)
+    pub runner: Option<u32>,
 }
 
 /// What a hook call did.
@@ -146,6 +152,7 @@ pub fn handle(req: &Request) -> Result<Handled> {
         }
     }
     let mut turned = None;
+    let runner = req.runner.filter(|_| req.native == Native::Codex);
     if let Some(new) = AgentState::after(&event) {
         thread.update_meta(|meta| {
             if let Some(before) = state::set(
@@ -156,6 +163,9 @@ pub fn handle(req: &Request) -> Result<Handled> {
                 session_id.as_deref(),
             ) {
                 turned = Some((before, new));
+            }
+            if let (Some(runner), Some(session)) = (runner, session_id.as_deref()) {
+                state::runs_in(meta, session, runner);
             }
         })?;
     }

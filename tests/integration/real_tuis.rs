@@ -437,6 +437,22 @@ fn claude_answers(s: &str) -> Option<Vec<&'static str>> {
     None
 }
 
+/// Codex 0.169's questions the first time it runs in a repository,
+/// answered as the README says: the folder trust, grove's hooks (trusted
+/// all), and its offer of a newer model (the configured one kept).
+fn codex_answers(s: &str) -> Option<Vec<&'static str>> {
+    if s.contains("Trust this folder?") {
+        return choose(s, "1. Trust and continue");
+    }
+    if s.contains("Hooks need review") {
+        return choose(s, "2. Trust all and continue");
+    }
+    if s.contains("Use existing model") {
+        return choose(s, "2. Use existing model");
+    }
+    None
+}
+
 /// The only task of `repo`: its worktree and thread id.
 fn only_task(sb: &Sandbox, repo: &Path) -> (PathBuf, String) {
     let rows = list_rows(sb, repo);
@@ -445,6 +461,16 @@ fn only_task(sb: &Sandbox, repo: &Path) -> (PathBuf, String) {
         PathBuf::from(rows[0]["worktreePath"].as_str().unwrap()),
         rows[0]["threadId"].as_str().unwrap().to_string(),
     )
+}
+
+/// The model calls of the agent's session (not Codex's requests for a
+/// title).
+fn session_calls(server: &ModelServer) -> Vec<crate::model_server::Request> {
+    server
+        .model_calls()
+        .into_iter()
+        .filter(|c| !crate::model_server::is_title_request(&c.body))
+        .collect()
 }
 
 /// Asserts what the model received in the scenario's turn: the prompt,
@@ -664,4 +690,213 @@ fn claude_tui_started_by_hand_after_capture_install_is_captured_as_it_goes() {
     let state = wait_state(&sb, &repo, &id, "exited");
     assert_eq!(state["event"], "SessionEnd", "{state}");
     eprintln!("claude TUI by hand: {:?}", started.elapsed());
+}
+
+/// What Codex 0.169 records once the user kept the configured model when
+/// it offered a newer one.
+const MODEL_OFFER_ANSWERED: &str = "\n[notice.model_migrations]\n\"gpt-5.5\" = \"gpt-6-sol\"\n";
+
+/// Releases a pause when dropped, so a failing test does not hold the
+/// model server (and itself) for the pause's bound.
+struct Release(Arc<Pause>);
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        self.0.released.store(true, Ordering::SeqCst);
+    }
+}
+
+/// `codex app-server daemon stop`, as a user stops the daemon that keeps
+/// their sessions (it ends them: SessionEnd).
+fn stop_codex_daemon(sb: &Sandbox) {
+    let mut cmd = sb.agent("codex", &sb.path());
+    cmd.args(["app-server", "daemon", "stop"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    codex_env(&mut cmd);
+    assert!(cmd.status().unwrap().success());
+}
+
+#[test]
+fn codex_tui_launched_by_grove_runs_on_in_its_daemon_after_it_quits_until_the_session_ends() {
+    let sb = Arc::new(Sandbox::new());
+    if !tui_ready(&sb) {
+        return;
+    }
+    let started = Instant::now();
+    let repo = sb.repo("app");
+    let (wt, id) = task(&sb, &repo, "codex");
+    let thread_dir = wt.join(".agent/threads").join(&id);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut watch = Watch::of(
+        sb.clone(),
+        Api::OpenAi,
+        repo.clone(),
+        Some(thread_dir.clone()),
+        seen.clone(),
+    );
+    // The model holds its answer to the first tool's result until the
+    // user has quit Codex, leaving the turn to run in the background.
+    let pause = Arc::new(Pause {
+        after: 2,
+        ..Pause::default()
+    });
+    watch.pause = Some(pause.clone());
+    let _release = Release(pause.clone());
+    let server = ModelServer::start_gated(Api::OpenAi, two_turns(), watch.gate());
+    codex_config(&sb, &server, "");
+    let _daemon = CodexDaemon { sb: &sb };
+    let follow = Follow::start(&sb, &repo, &id);
+    let prompt = scenario()[0].prompt.clone();
+    let mut cmd = sb.grove_with_agents(&wt);
+    cmd.args(["launch", &id, "--prompt", &prompt]);
+    codex_env(&mut cmd);
+    let tui = Tui::start(&sb, &cmd);
+    tui.until(|_| pause.reached.load(Ordering::SeqCst), codex_answers);
+    tui.keys(&["C-c"]);
+    let asked = tui.until(
+        |s| tui.exit_code().is_some() || s.contains("Disconnected from this task"),
+        |s| {
+            s.contains("Task is still running")
+                .then(|| choose(s, "2. Run in background"))
+                .flatten()
+        },
+    );
+    assert_eq!(wait_for(|| tui.exit_code()), 0, "{asked}");
+    assert!(
+        tui.screen()
+            .contains("Disconnected from this task. Any running work continues."),
+        "{}",
+        tui.screen()
+    );
+    // Codex quit, its session did not: the turn goes on in the daemon.
+    let state = row_of(&sb, &repo, &id)["agentState"].clone();
+    assert_eq!(state["state"], "working", "{state}");
+    pause.released.store(true, Ordering::SeqCst);
+    // The daemon still runs grove's hooks: the rest of the turn lands as
+    // it is written, and the turn's end.
+    wait_state(&sb, &repo, &id, "waiting");
+    assert_model_got_the_turn(Api::OpenAi, &session_calls(&server));
+    assert_turn_captured(&sb, &repo, &thread_dir, &seen, &follow, "codex");
+    // The session ends with the daemon (as it would 60 s after its last
+    // client left): exited, by Codex's own SessionEnd.
+    stop_codex_daemon(&sb);
+    let state = wait_state(&sb, &repo, &id, "exited");
+    assert_eq!(state["event"], "SessionEnd", "{state}");
+    drop(tui);
+
+    // Resumed in Codex's TUI (a new daemon): nothing asked again, the
+    // model gets the earlier turn, the new one lands.
+    let mut cmd = sb.grove_with_agents(&repo);
+    cmd.args(["resume", &id, "--prompt", "Now sum it up"]);
+    codex_env(&mut cmd);
+    let tui = Tui::start(&sb, &cmd);
+    tui.until(
+        |s| s.contains("All done: one note written."),
+        |s| {
+            assert!(codex_answers(s).is_none(), "asked again: {s}");
+            None
+        },
+    );
+    wait_state(&sb, &repo, &id, "waiting");
+    let calls = session_calls(&server);
+    assert_eq!(calls.len(), 5, "one answer for the new turn");
+    assert_in_order(
+        &calls[4].body["input"].to_string(),
+        &[
+            prompt.as_str(),
+            "grove-real-test",
+            "No such file",
+            "A notes.txt",
+            "The note is in notes.txt.",
+            "Now sum it up",
+        ],
+    );
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 5, "{seen:#?}");
+        assert_within_a_second(&seen[4..], 1, &transcripts(&sb, "codex"));
+    }
+    reply_within_a_second(&sb, &repo, &thread_dir, "codex", &two_turns()[1].reply);
+    let mut want = expected(&prompt, CODEX_TURN);
+    want.push("user: Now sum it up".into());
+    want.push("agent: All done: one note written.".into());
+    assert_lines(&conversation(&thread_dir), &want);
+    // Quit with nothing running: the session waits in the daemon.
+    tui.keys(&["C-c"]);
+    assert_eq!(wait_for(|| tui.exit_code()), 0, "{}", tui.screen());
+    let state = row_of(&sb, &repo, &id)["agentState"].clone();
+    assert_eq!(state["state"], "waiting", "{state}");
+    stop_codex_daemon(&sb);
+    wait_state(&sb, &repo, &id, "exited");
+    eprintln!("codex TUI through grove: {:?}", started.elapsed());
+}
+
+#[test]
+fn codex_tui_started_by_hand_after_capture_install_is_captured_as_it_goes() {
+    let sb = Arc::new(Sandbox::new());
+    if !tui_ready(&sb) {
+        return;
+    }
+    let started = Instant::now();
+    let repo = sb.repo("app");
+    let (wt, id) = task(&sb, &repo, "codex");
+    let thread_dir = wt.join(".agent/threads").join(&id);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let watch = Watch::of(
+        sb.clone(),
+        Api::OpenAi,
+        repo.clone(),
+        Some(thread_dir.clone()),
+        seen.clone(),
+    );
+    let server = ModelServer::start_gated(Api::OpenAi, two_turns(), watch.gate());
+    // Codex's offer of a newer model answered before (it may come after the
+    // prompt box is drawn, and take the Enter meant for the prompt).
+    codex_config(&sb, &server, MODEL_OFFER_ANSWERED);
+    // grove's hooks trusted for the user: Codex asks only about the folder.
+    ok(sb.grove(&wt).args(["capture", "install", "--trust-agent"]));
+    let _daemon = CodexDaemon { sb: &sb };
+    let follow = Follow::start(&sb, &repo, &id);
+    let mut cmd = sb.agent("codex", &wt);
+    codex_env(&mut cmd);
+    let tui = Tui::start(&sb, &cmd);
+    let folder = tui.until(|s| s.contains("Trust this folder?"), |_| None);
+    assert!(
+        folder.contains(&format!(
+            "Trusting will apply to the repository root:\n  {}",
+            repo.display()
+        )),
+        "{folder}"
+    );
+    tui.until(
+        |s| s.contains("Ask Codex to do anything"),
+        |s| {
+            assert!(
+                !s.contains("Hooks need review") && !s.contains("Use existing model"),
+                "{s}"
+            );
+            codex_answers(s)
+        },
+    );
+    tui.type_line(&scenario()[0].prompt);
+    tui.until(|s| s.contains("The note is in notes.txt."), |_| None);
+    wait_state(&sb, &repo, &id, "waiting");
+    assert_model_got_the_turn(Api::OpenAi, &session_calls(&server));
+    assert_turn_captured(&sb, &repo, &thread_dir, &seen, &follow, "codex");
+
+    // Quit: the session waits in Codex's daemon until it ends there.
+    tui.keys(&["C-c"]);
+    assert_eq!(wait_for(|| tui.exit_code()), 0, "{}", tui.screen());
+    assert!(
+        tui.screen().contains("Disconnected from this task"),
+        "{}",
+        tui.screen()
+    );
+    let state = row_of(&sb, &repo, &id)["agentState"].clone();
+    assert_eq!(state["state"], "waiting", "{state}");
+    stop_codex_daemon(&sb);
+    let state = wait_state(&sb, &repo, &id, "exited");
+    assert_eq!(state["event"], "SessionEnd", "{state}");
+    eprintln!("codex TUI by hand: {:?}", started.elapsed());
 }

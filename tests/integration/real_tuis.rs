@@ -843,13 +843,20 @@ fn codex_tui_started_by_hand_after_capture_install_is_captured_as_it_goes() {
     let (wt, id) = task(&sb, &repo, "codex");
     let thread_dir = wt.join(".agent/threads").join(&id);
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let watch = Watch::of(
+    let mut watch = Watch::of(
         sb.clone(),
         Api::OpenAi,
         repo.clone(),
         Some(thread_dir.clone()),
         seen.clone(),
     );
+    // The second turn's answer is held: the user interrupts it.
+    let pause = Arc::new(Pause {
+        after: 5,
+        ..Pause::default()
+    });
+    watch.pause = Some(pause.clone());
+    let _release = Release(pause.clone());
     let server = ModelServer::start_gated(Api::OpenAi, two_turns(), watch.gate());
     // Codex's offer of a newer model answered before (it may come after the
     // prompt box is drawn, and take the Enter meant for the prompt).
@@ -884,6 +891,16 @@ fn codex_tui_started_by_hand_after_capture_install_is_captured_as_it_goes() {
     wait_state(&sb, &repo, &id, "waiting");
     assert_model_got_the_turn(Api::OpenAi, &session_calls(&server));
     assert_turn_captured(&sb, &repo, &thread_dir, &seen, &follow, "codex");
+
+    // A turn interrupted (Esc) runs no hook: the rollout says it ended.
+    tui.type_line("Now sum it up");
+    wait_for(|| pause.reached.load(Ordering::SeqCst).then_some(()));
+    assert_eq!(row_of(&sb, &repo, &id)["agentState"]["state"], "working");
+    tui.keys(&["Escape"]);
+    tui.until(|s| s.contains("Conversation interrupted"), |_| None);
+    let state = wait_state(&sb, &repo, &id, "waiting");
+    assert_eq!(state["event"], "turn_aborted", "{state}");
+    pause.released.store(true, Ordering::SeqCst);
 
     // Quit: the session waits in Codex's daemon until it ends there.
     tui.keys(&["C-c"]);

@@ -1679,13 +1679,12 @@ pub(crate) fn assert_within_a_second(seen: &[Seen], n: usize, transcripts: &Path
         "the prompt first: {seen:#?}"
     );
     for s in seen {
-        let ok = s
-            .latency(transcripts)
-            .is_some_and(|l| l < std::time::Duration::from_secs(1));
+        let latency = s.latency(transcripts);
         assert!(
-            ok,
-            "{:?} reached the thread within 1 s of its write: {seen:#?}",
-            s.what
+            latency.is_some_and(|l| l < std::time::Duration::from_secs(1)),
+            "{:?} reached the thread within 1 s of its write (took {latency:?}, written at {:?}): {seen:#?}",
+            s.what,
+            written_at(transcripts, &s.what)
         );
         assert_eq!(s.state, "working", "{seen:#?}");
     }

@@ -100,6 +100,9 @@ pub struct Outcome {
     pub hooks: Option<capture::install::Installed>,
     /// Messages captured after the agent exited (what the hooks missed).
     pub caught_up: u64,
+    /// The process the session goes on in after the agent exited (Codex's
+    /// TUI leaves its sessions to its app-server daemon), if it does.
+    pub goes_on_in: Option<u32>,
     /// What went wrong on the way, none of it fatal.
     pub problems: Vec<String>,
 }
@@ -180,12 +183,14 @@ pub fn run(plan: &Plan, grove: &Path) -> Result<Outcome> {
             Err(e) => problems.push(format!("finding the session's transcript: {e}")),
         }
     }
+    let mut goes_on_in = None;
     plan.thread
-        .update_meta(|meta| state::exited(meta, exit.code))?;
+        .update_meta(|meta| goes_on_in = state::launched_exited(meta, exit.code))?;
     Ok(Outcome {
         exit,
         hooks,
         caught_up,
+        goes_on_in,
         problems,
     })
 }

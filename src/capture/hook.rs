@@ -78,6 +78,12 @@ pub struct Request {
     pub env_thread: Option<String>,
     /// Where the hook runs, when the input has no `cwd`.
     pub cwd: PathBuf,
+    /// The process that ran the hook (its parent). Codex runs a hook
+    /// directly from the process that runs the session — `codex exec`
+    /// itself, or the app-server daemon its TUI leaves sessions to — so for
+    /// Codex it says where the session lives on. (Claude Code runs hooks
+    /// through `sh -c`: its parent says nothing.)
+    pub runner: Option<u32>,
 }
 
 /// What a hook call did.
@@ -146,6 +152,7 @@ pub fn handle(req: &Request) -> Result<Handled> {
         }
     }
     let mut turned = None;
+    let runner = req.runner.filter(|_| req.native == Native::Codex);
     if let Some(new) = AgentState::after(&event) {
         thread.update_meta(|meta| {
             if let Some(before) = state::set(
@@ -156,6 +163,9 @@ pub fn handle(req: &Request) -> Result<Handled> {
                 session_id.as_deref(),
             ) {
                 turned = Some((before, new));
+            }
+            if let (Some(runner), Some(session)) = (runner, session_id.as_deref()) {
+                state::runs_in(meta, session, runner);
             }
         })?;
     }
@@ -267,8 +277,17 @@ fn notify(project: &Project, thread: &Thread) -> Result<bool> {
     Ok(true)
 }
 
-/// The thread's `logs/capture.log`, opened to append.
+/// The thread's `logs/capture.log`, opened to append. A thread that is
+/// gone (its task removed while a follow-up still held it) gets none: its
+/// directory, or its worktree's, is not made again.
 fn log_file(thread: &Thread) -> Result<std::fs::File> {
+    if !thread.meta_path().is_file() {
+        return Err(Error::Other(format!(
+            "thread {} is gone from {}",
+            thread.id(),
+            thread.dir().display()
+        )));
+    }
     let logs = thread.dir().join("logs");
     crate::fsutil::real_dir(thread.dir(), &logs)?;
     crate::fsutil::open_append(&logs.join("capture.log"), true)
@@ -329,4 +348,23 @@ pub fn input_cwd(input: &HookInput, fallback: &Path) -> PathBuf {
 pub fn raw_event(bytes: &[u8]) -> Option<String> {
     let v: Value = serde_json::from_slice(bytes).ok()?;
     v.get("hook_event_name")?.as_str().map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_that_is_gone_gets_no_log_and_its_directory_is_not_made_again() {
+        // A follow-up may outlive its task: `grove rm` took the worktree
+        // while the follower still held the thread.
+        let tmp = tempfile::tempdir().unwrap();
+        let worktree = tmp.path().join("thread-1");
+        let store = Store::at(worktree.join(".agent"));
+        let thread = store
+            .thread("0b7a3f52-5b7e-4c1e-9a6e-2f4d3c1b0a99")
+            .unwrap();
+        assert!(log_file(&thread).is_err());
+        assert!(!worktree.exists(), "the removed worktree came back");
+    }
 }

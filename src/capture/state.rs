@@ -4,8 +4,12 @@
 //! yet), `exited` (the session ended, or the agent's process is gone).
 //!
 //! Kept in `metadata.capture.state` with the time it changed. When grove
-//! launched the agent it records the agent's process id; a state other than
-//! `exited` whose process is gone (on this machine) reads as `exited`.
+//! launched the agent it records the agent's process id; a Codex hook
+//! records the process that ran it, which runs the session (`codex exec`
+//! itself; for Codex's TUI, its app-server daemon, which outlives the TUI
+//! and ends the session later, with `SessionEnd`). A state other than
+//! `exited` whose processes are all gone (on this machine) reads as
+//! `exited`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -74,10 +78,15 @@ pub struct StateRecord {
     /// The agent's process, when grove launched it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
-    /// The machine (its boot) that process runs on.
+    /// The process that runs the session, as its hooks show (Codex's: the
+    /// process that ran the hook).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner: Option<u32>,
+    /// The machine (its boot) those processes run on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
-    /// The agent's exit code, once it exited under grove.
+    /// The exit code of the agent grove launched, once it exited (its
+    /// session may go on in its runner).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
 }
@@ -88,14 +97,16 @@ pub fn recorded(meta: &ThreadMeta) -> Option<StateRecord> {
     serde_json::from_value(v.clone()).ok()
 }
 
-/// The state of `meta` now: as recorded, but `exited` when the process grove
-/// launched is gone.
+/// The state of `meta` now: as recorded, but `exited` when the processes of
+/// its session (the one grove launched, the one running the session) are
+/// gone.
 pub fn current(meta: &ThreadMeta) -> Option<StateRecord> {
     let mut record = recorded(meta)?;
+    let processes: Vec<u32> = record.pid.into_iter().chain(record.runner).collect();
     if record.state != AgentState::Exited
-        && let Some(pid) = record.pid
+        && !processes.is_empty()
         && record.host.as_deref() == Some(host().as_str())
-        && !alive(pid)
+        && !processes.iter().any(|p| alive(*p))
     {
         record.state = AgentState::Exited;
         record.event = "process gone".into();
@@ -134,6 +145,10 @@ pub fn set(
             .map(str::to_string)
             .or_else(|| before.as_ref().and_then(|b| b.session_id.clone())),
         pid: before.as_ref().filter(|_| keep_process).and_then(|b| b.pid),
+        runner: before
+            .as_ref()
+            .filter(|_| keep_process)
+            .and_then(|b| b.runner),
         host: before
             .as_ref()
             .filter(|_| keep_process)
@@ -142,6 +157,29 @@ pub fn set(
     };
     write(meta, &record);
     Some(before.map(|b| b.state))
+}
+
+/// Records that process `runner` (on this machine) runs session `session`,
+/// the one `meta`'s state is of. Returns whether that changed anything.
+pub fn runs_in(meta: &mut ThreadMeta, session: &str, runner: u32) -> bool {
+    let Some(mut record) = recorded(meta) else {
+        return false;
+    };
+    let here = host();
+    if record.session_id.as_deref() != Some(session)
+        || record.state == AgentState::Exited
+        || (record.runner == Some(runner) && record.host.as_deref() == Some(here.as_str()))
+    {
+        return false;
+    }
+    if record.host.as_deref().is_some_and(|h| h != here) {
+        // A launch recorded on another machine: its process means nothing here.
+        record.pid = None;
+    }
+    record.runner = Some(runner);
+    record.host = Some(here);
+    write(meta, &record);
+    true
 }
 
 /// Records that grove launched the agent as process `pid`.
@@ -163,13 +201,40 @@ pub fn launched(
         agent: Some(agent.to_string()),
         session_id: session.map(str::to_string),
         pid: Some(pid),
+        runner: None,
         host: Some(host()),
         exit_code: None,
     };
     write(meta, &record);
 }
 
-/// Records that the agent grove launched exited with `code`.
+/// Records that the agent grove launched exited with `code`. Its session
+/// ended with it, unless the session runs in another process still alive
+/// (Codex's TUI leaves its sessions to its app-server daemon, which ends
+/// them later, with `SessionEnd`): then the session's state stays, with
+/// that process to watch, and that process is returned.
+pub fn launched_exited(meta: &mut ThreadMeta, code: i32) -> Option<u32> {
+    let goes_on = recorded(meta).filter(|r| {
+        r.state != AgentState::Exited
+            && r.host.as_deref() == Some(host().as_str())
+            && r.runner.is_some_and(|p| r.pid != Some(p) && alive(p))
+    });
+    match goes_on {
+        Some(mut record) => {
+            record.pid = None;
+            record.exit_code = Some(code);
+            write(meta, &record);
+            record.runner
+        }
+        None => {
+            exited(meta, code);
+            None
+        }
+    }
+}
+
+/// Records that the agent grove launched exited with `code`, and its
+/// session with it.
 pub fn exited(meta: &mut ThreadMeta, code: i32) {
     let before = recorded(meta);
     let record = StateRecord {
@@ -182,6 +247,7 @@ pub fn exited(meta: &mut ThreadMeta, code: i32) {
         agent: before.as_ref().and_then(|b| b.agent.clone()),
         session_id: before.as_ref().and_then(|b| b.session_id.clone()),
         pid: None,
+        runner: None,
         host: None,
         exit_code: Some(code),
     };
@@ -246,4 +312,91 @@ pub fn alive(pid: u32) -> bool {
 #[cfg(not(unix))]
 pub fn alive(_pid: u32) -> bool {
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta() -> ThreadMeta {
+        crate::threads::new_meta("t", "codex", Default::default())
+    }
+
+    /// A process id that is no process (a child that ran and was reaped).
+    #[allow(clippy::disallowed_methods)] // a test's own short-lived child
+    fn gone() -> u32 {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    }
+
+    /// The state after a launch, a prompt and a turn's end of session `s`.
+    fn after_a_turn(s: &str, pid: u32) -> ThreadMeta {
+        let mut m = meta();
+        launched(&mut m, "codex", None, pid, true);
+        set(
+            &mut m,
+            AgentState::Working,
+            "UserPromptSubmit",
+            None,
+            Some(s),
+        );
+        set(&mut m, AgentState::Waiting, "Stop", None, Some(s));
+        m
+    }
+
+    #[test]
+    fn a_launched_agent_whose_session_runs_on_elsewhere_leaves_its_state() {
+        let mut m = after_a_turn("s1", gone());
+        assert!(runs_in(&mut m, "s1", std::process::id()));
+        assert!(!runs_in(&mut m, "s1", std::process::id()), "once");
+        assert_eq!(
+            launched_exited(&mut m, 0),
+            Some(std::process::id()),
+            "the session's runner lives on"
+        );
+        let r = current(&m).unwrap();
+        assert_eq!(r.state, AgentState::Waiting);
+        assert_eq!((r.pid, r.exit_code), (None, Some(0)));
+        // The session's end comes from its runner.
+        set(&mut m, AgentState::Exited, "SessionEnd", None, Some("s1"));
+        assert_eq!(current(&m).unwrap().state, AgentState::Exited);
+    }
+
+    #[test]
+    fn a_launched_agent_whose_session_ran_in_it_ends_with_it() {
+        // No runner recorded (Claude Code), or one that is gone (`codex exec`).
+        let mut m = after_a_turn("s1", gone());
+        assert_eq!(launched_exited(&mut m, 3), None);
+        let r = current(&m).unwrap();
+        assert_eq!((r.state, r.exit_code), (AgentState::Exited, Some(3)));
+        let mut m = after_a_turn("s1", gone());
+        runs_in(&mut m, "s1", gone());
+        assert_eq!(launched_exited(&mut m, 0), None);
+        assert_eq!(current(&m).unwrap().state, AgentState::Exited);
+    }
+
+    #[test]
+    fn a_session_whose_processes_are_all_gone_reads_as_exited() {
+        let mut m = meta();
+        set(
+            &mut m,
+            AgentState::Waiting,
+            "Stop",
+            Some("codex"),
+            Some("s1"),
+        );
+        assert_eq!(current(&m).unwrap().state, AgentState::Waiting);
+        runs_in(&mut m, "s1", std::process::id());
+        assert_eq!(current(&m).unwrap().state, AgentState::Waiting);
+        runs_in(&mut m, "s1", gone());
+        let r = current(&m).unwrap();
+        assert_eq!(
+            (r.state, r.event.as_str()),
+            (AgentState::Exited, "process gone")
+        );
+        // Another session's runner is not this one's.
+        assert!(!runs_in(&mut m, "s2", std::process::id()));
+    }
 }

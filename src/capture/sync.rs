@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::state::{self, AgentState};
 use super::{SessionRecord, ledger, transcripts};
 use crate::agent::Native;
 use crate::error::{Error, Result};
@@ -100,8 +101,43 @@ pub fn session(
     let before = std::fs::metadata(&transcript).map_or(0, |m| m.len());
     let summary = import::run(format, &sources, &destination)?;
     note_seen(thread, &session.session_id, before)?;
+    if native == Native::Codex {
+        settle_turn(thread, &session.session_id, &transcript)?;
+    }
     captured.summary = Some(summary);
     Ok(captured)
+}
+
+/// A Codex turn that ends without a hook — interrupted (Esc, "Cancel
+/// task"), or with grove's hooks untrusted — leaves the agent `waiting`,
+/// as the rollout says: its last turn event ends a turn, written after the
+/// state turned `working`.
+fn settle_turn(thread: &Thread, session: &str, rollout: &Path) -> Result<()> {
+    let meta = thread.meta()?;
+    let Some(now) = state::recorded(&meta) else {
+        return Ok(());
+    };
+    if now.state != AgentState::Working || now.session_id.as_deref().is_some_and(|s| s != session) {
+        return Ok(());
+    }
+    let Some((event, at)) = transcripts::codex_last_turn_event(rollout) else {
+        return Ok(());
+    };
+    let after =
+        |a: &str, b: &str| match (a.parse::<jiff::Timestamp>(), b.parse::<jiff::Timestamp>()) {
+            (Ok(a), Ok(b)) => a > b,
+            _ => false,
+        };
+    if event == "task_started" || !after(&at, &now.since) {
+        return Ok(());
+    }
+    thread.update_meta(|meta| {
+        // Only the state read above: a hook may have set another since.
+        if state::recorded(meta).is_some_and(|r| r == now) {
+            state::set(meta, AgentState::Waiting, &event, None, Some(session));
+        }
+    })?;
+    Ok(())
 }
 
 /// The files of a session: its transcript, and Claude Code's subagent

@@ -367,9 +367,69 @@ pub fn codex_meta(path: &Path) -> Option<(String, String)> {
     ))
 }
 
+/// How much of a rollout's end [`codex_last_turn_event`] reads.
+const TURN_TAIL: u64 = 64 << 10;
+
+/// The last event of a Codex rollout that starts or ends a turn
+/// (`task_started`, `task_complete`, `turn_aborted`) and its timestamp, when
+/// the rollout's last [`TURN_TAIL`] bytes hold one.
+pub fn codex_last_turn_event(path: &Path) -> Option<(String, String)> {
+    use std::io::Seek;
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let from = len.saturating_sub(TURN_TAIL);
+    file.seek(std::io::SeekFrom::Start(from)).ok()?;
+    let mut tail = Vec::new();
+    file.take(TURN_TAIL).read_to_end(&mut tail).ok()?;
+    let text = String::from_utf8_lossy(&tail);
+    let mut lines: Vec<&str> = text.lines().collect();
+    if from > 0 && !lines.is_empty() {
+        // Begun before the tail: not whole.
+        lines.remove(0);
+    }
+    lines.iter().rev().find_map(|line| {
+        let v: serde_json::Value = serde_json::from_str(line).ok()?;
+        if v.get("type")?.as_str()? != "event_msg" {
+            return None;
+        }
+        let kind = v.get("payload")?.get("type")?.as_str()?;
+        matches!(kind, "task_started" | "task_complete" | "turn_aborted").then(|| {
+            let at = v.get("timestamp").and_then(|t| t.as_str()).unwrap_or("");
+            (kind.to_string(), at.to_string())
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rollout_s_last_turn_event_is_read_from_its_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rollout.jsonl");
+        let event = |kind: &str, at: &str| {
+            format!(
+                "{{\"timestamp\":\"{at}\",\"type\":\"event_msg\",\"payload\":{{\"type\":\"{kind}\"}}}}\n"
+            )
+        };
+        let mut text = event("task_started", "2026-01-01T00:00:00.000Z");
+        // More than the tail reads, between the turn's start and its end.
+        let filler = format!(
+            "{{\"type\":\"response_item\",\"payload\":{{\"x\":\"{}\"}}}}\n",
+            "y".repeat(1000)
+        );
+        text.push_str(&filler.repeat(80));
+        std::fs::write(&path, &text).unwrap();
+        assert_eq!(codex_last_turn_event(&path), None, "not in the tail");
+        text.push_str(&event("turn_aborted", "2026-01-01T00:00:05.000Z"));
+        text.push_str("{\"type\":\"response_item\",\"payload\":{}}\n{\"torn");
+        std::fs::write(&path, &text).unwrap();
+        assert_eq!(
+            codex_last_turn_event(&path),
+            Some(("turn_aborted".into(), "2026-01-01T00:00:05.000Z".into()))
+        );
+    }
 
     #[test]
     fn claude_names_projects_by_their_path() {

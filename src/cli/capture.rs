@@ -184,6 +184,7 @@ fn run_hook(native: Native, args: HookArgs, cwd: &Path, out: &Output) -> u8 {
         thread: args.thread,
         env_thread: std::env::var("GROVE_THREAD").ok().filter(|t| !t.is_empty()),
         cwd: cwd.to_path_buf(),
+        runner: parent_process(),
     };
     match hook::handle(&request) {
         Ok(h) => {
@@ -219,6 +220,18 @@ fn run_hook(native: Native, args: HookArgs, cwd: &Path, out: &Output) -> u8 {
         ),
     }
     super::exit::SUCCESS
+}
+
+/// The process that started this one (the agent that ran the hook).
+#[cfg(unix)]
+fn parent_process() -> Option<u32> {
+    Some(std::os::unix::process::parent_id())
+}
+
+/// The process that started this one: not known here.
+#[cfg(not(unix))]
+fn parent_process() -> Option<u32> {
+    None
 }
 
 /// The thread named, or the task of the worktree grove runs in.

@@ -159,6 +159,14 @@ pub fn start(
             outcome.caught_up
         ));
     }
+    if let Some(pid) = outcome.goes_on_in {
+        out.status(&format!(
+            "grove: {} exited; its session goes on in process {pid} (Codex's app-server keeps it until it ends it), \
+             and its turns are still captured into thread {}",
+            plan.spec.id,
+            thread.id()
+        ));
+    }
     Ok(u8::try_from(outcome.exit.code.clamp(0, 255)).unwrap_or(super::exit::ERROR))
 }
 

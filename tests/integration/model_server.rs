@@ -566,9 +566,34 @@ fn anthropic_events(message: &Value) -> Vec<u8> {
     sse(&events)
 }
 
+/// How Codex's TUI asks the model for a task's title, in a thread of its
+/// own whose request quotes the user's prompt.
+pub const TITLE_REQUEST: &str = "Generate a concise, single-line task title";
+
+/// Whether an OpenAI request is Codex's TUI asking for a task's title.
+pub fn is_title_request(body: &Value) -> bool {
+    body["input"].as_array().into_iter().flatten().any(|i| {
+        i["role"] == "user"
+            && i["content"].as_array().into_iter().flatten().any(|c| {
+                c["text"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with(TITLE_REQUEST))
+            })
+    })
+}
+
 /// OpenAI: the last `message` input item of role `user` whose text names a
-/// turn; the tool outputs after it count the calls made.
+/// turn; the tool outputs after it count the calls made. A title request
+/// gets a title.
 fn openai_step(turns: &[Turn], body: &Value) -> Step {
+    if is_title_request(body) {
+        return Step {
+            id: "title".into(),
+            thinking: None,
+            action: None,
+            text: Some("Leave a note".into()),
+        };
+    }
     let input = body["input"].as_array().cloned().unwrap_or_default();
     let mut prompt = None;
     let mut done = 0;
@@ -849,8 +874,19 @@ mod tests {
             &json!({"model": "m", "input": input}),
         );
         assert!(last.contains("\"text\":\"Done.\""), "{last}");
+        // Codex's request for a title quotes the prompt: it gets a title.
+        let title = json!([{"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": format!("{TITLE_REQUEST} ...\nGo")}
+        ]}]);
+        let (_, named) = post(
+            &server,
+            "/v1/responses",
+            &json!({"model": "m", "input": title}),
+        );
+        assert!(named.contains("\"text\":\"Leave a note\""), "{named}");
+        assert!(!named.contains("exec_command"), "{named}");
         // Bounded: past MAX_REQUESTS every request gets a 503.
-        for _ in 3..MAX_REQUESTS {
+        for _ in 4..MAX_REQUESTS {
             post(&server, "/nowhere", &json!({}));
         }
         let (status, _) = post(

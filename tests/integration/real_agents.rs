@@ -14,18 +14,20 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::model_server::{Action, Api, ENCRYPTED, ModelServer, Request, SIGNATURE, Turn};
+use crate::model_server::{
+    Action, Api, ENCRYPTED, ModelServer, Request, SIGNATURE, Turn, is_title_request,
+};
 use crate::support::*;
 
 /// The API key the agents send; nothing checks it but the tests.
-const KEY: &str = "sk-grove-scripted-model";
+pub(crate) const KEY: &str = "sk-grove-scripted-model";
 /// Where a proxy would send anything not for 127.0.0.1: a closed port, so
 /// nothing the agents try reaches the network.
 const NOWHERE: &str = "http://127.0.0.1:9";
 
 /// The scenario every agent plays: one prompt, a shell command with output,
 /// a failing command, a file written, a final reply.
-fn scenario() -> Vec<Turn> {
+pub(crate) fn scenario() -> Vec<Turn> {
     vec![Turn {
         prompt: "Check the workspace and leave a note".into(),
         thinking: "First look, then write the note.".into(),
@@ -42,7 +44,7 @@ fn scenario() -> Vec<Turn> {
 }
 
 /// `cmd` offline: proxies point nowhere, except for 127.0.0.1.
-fn offline(cmd: &mut Command) -> &mut Command {
+pub(crate) fn offline(cmd: &mut Command) -> &mut Command {
     for var in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
         cmd.env(var, NOWHERE).env(var.to_lowercase(), NOWHERE);
     }
@@ -51,16 +53,21 @@ fn offline(cmd: &mut Command) -> &mut Command {
 }
 
 /// Claude Code's config directory (the sandbox's `CLAUDE_CONFIG_DIR`) set up
-/// as after onboarding, and the environment that sends it to `server`.
-fn claude_setup(sb: &Sandbox, server: &ModelServer, cmd: &mut Command) {
+/// as after onboarding (once), and the environment that sends it to
+/// `server`.
+pub(crate) fn claude_setup(sb: &Sandbox, server: &ModelServer, cmd: &mut Command) {
     let config = sb.path().join("claude");
     std::fs::create_dir_all(&config).unwrap();
     // Without it the first interactive run exits 1 reaching the vendor.
-    std::fs::write(
-        config.join(".claude.json"),
-        json!({"hasCompletedOnboarding": true}).to_string(),
-    )
-    .unwrap();
+    // Written once: what Claude Code keeps there later (the folders
+    // trusted, the API key approved) stays, as for a user.
+    if !config.join(".claude.json").exists() {
+        std::fs::write(
+            config.join(".claude.json"),
+            json!({"hasCompletedOnboarding": true}).to_string(),
+        )
+        .unwrap();
+    }
     offline(cmd)
         .env("ANTHROPIC_BASE_URL", server.url())
         .env("ANTHROPIC_API_KEY", KEY)
@@ -70,19 +77,19 @@ fn claude_setup(sb: &Sandbox, server: &ModelServer, cmd: &mut Command) {
 
 /// Codex's home (the sandbox's `CODEX_HOME`) with a model provider at
 /// `server`, and the environment with its key.
-fn codex_setup(sb: &Sandbox, server: &ModelServer, cmd: &mut Command, extra: &str) {
+pub(crate) fn codex_setup(sb: &Sandbox, server: &ModelServer, cmd: &mut Command, extra: &str) {
     codex_config(sb, server, extra);
     codex_env(cmd);
 }
 
 /// The environment that runs Codex offline with the scripted provider's key.
-fn codex_env(cmd: &mut Command) -> &mut Command {
+pub(crate) fn codex_env(cmd: &mut Command) -> &mut Command {
     offline(cmd).env("SCRIPTED_API_KEY", KEY)
 }
 
 /// Codex's config (the sandbox's `CODEX_HOME`) with a model provider at
 /// `server`, and `extra` after it.
-fn codex_config(sb: &Sandbox, server: &ModelServer, extra: &str) {
+pub(crate) fn codex_config(sb: &Sandbox, server: &ModelServer, extra: &str) {
     let home = sb.path().join("codex");
     std::fs::create_dir_all(&home).unwrap();
     // gpt-5.5 is a model Codex knows: it gets the tools users get
@@ -101,7 +108,7 @@ fn codex_config(sb: &Sandbox, server: &ModelServer, extra: &str) {
 }
 
 /// grove's own config (trusted) making the built-in agents headless.
-fn headless_agents(sb: &Sandbox) {
+pub(crate) fn headless_agents(sb: &Sandbox) {
     headless_agents_with(sb, &[]);
 }
 
@@ -132,7 +139,7 @@ fn headless_agents_with(sb: &Sandbox, extra: &[&str]) {
 
 /// `grove new TITLE --prompt PROMPT --launch=AGENT` in `repo`, its agent
 /// set up by `setup`; returns the worktree and thread id.
-fn launch(
+pub(crate) fn launch(
     sb: &Sandbox,
     repo: &Path,
     agent: &str,
@@ -165,7 +172,7 @@ fn launch(
 /// `tool NAME STATUS: INPUT => OUTPUT`. A call's later completion
 /// (`completesMessage`) is folded into the call. System messages (the
 /// agent's own context) are left out.
-fn conversation(thread_dir: &Path) -> Vec<String> {
+pub(crate) fn conversation(thread_dir: &Path) -> Vec<String> {
     let messages = message_lines(thread_dir);
     let mut done: std::collections::HashMap<String, Value> = Default::default();
     for m in &messages {
@@ -215,7 +222,7 @@ fn conversation(thread_dir: &Path) -> Vec<String> {
 /// Asserts `lines` match `patterns` one for one: each pattern's pieces
 /// (split at `*`) appear in its line in order.
 #[track_caller]
-fn assert_lines(lines: &[String], patterns: &[String]) {
+pub(crate) fn assert_lines(lines: &[String], patterns: &[String]) {
     let ok = lines.len() == patterns.len()
         && lines.iter().zip(patterns).all(|(line, pattern)| {
             let mut rest = line.as_str();
@@ -237,7 +244,7 @@ fn assert_lines(lines: &[String], patterns: &[String]) {
 
 /// Asserts `text` holds `parts` in this order.
 #[track_caller]
-fn assert_in_order(text: &str, parts: &[&str]) {
+pub(crate) fn assert_in_order(text: &str, parts: &[&str]) {
     let mut at = 0;
     for p in parts {
         match text[at..].find(p) {
@@ -248,7 +255,7 @@ fn assert_in_order(text: &str, parts: &[&str]) {
 }
 
 /// The text of an Anthropic tool result's content (a string or blocks).
-fn result_text(content: &Value) -> String {
+pub(crate) fn result_text(content: &Value) -> String {
     match content {
         Value::String(s) => s.clone(),
         Value::Array(blocks) => blocks
@@ -262,7 +269,7 @@ fn result_text(content: &Value) -> String {
 
 /// The last message of an Anthropic request, which answers the model's
 /// previous tool call: its `tool_result` block.
-fn tool_result(request: &Value) -> Value {
+pub(crate) fn tool_result(request: &Value) -> Value {
     let last = request["messages"].as_array().unwrap().last().unwrap();
     assert_eq!(last["role"], "user", "{last}");
     last["content"]
@@ -275,7 +282,7 @@ fn tool_result(request: &Value) -> Value {
 }
 
 /// The input items of an OpenAI request of type `kind`.
-fn items<'a>(request: &'a Value, kind: &str) -> Vec<&'a Value> {
+pub(crate) fn items<'a>(request: &'a Value, kind: &str) -> Vec<&'a Value> {
     request["input"]
         .as_array()
         .unwrap()
@@ -558,7 +565,7 @@ fn claude_a_failing_tool_runs_grove_s_post_tool_use_failure_hook() {
 
 /// The user's answer to Codex's "Trust this folder?" for `repo`: the
 /// repository is trusted (Codex records its main worktree).
-fn trusted_project(repo: &Path) -> String {
+pub(crate) fn trusted_project(repo: &Path) -> String {
     format!(
         "\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
         repo.display()
@@ -636,7 +643,7 @@ fn codex_trusted_its_turn_is_captured_live_by_grove_s_hooks() {
 
 /// The scenario's thread as it should be after the agent's turn, for
 /// Claude Code.
-const CLAUDE_TURN: &[&str] = &[
+pub(crate) const CLAUDE_TURN: &[&str] = &[
     "thinking: First look, then write the note. [signed]",
     "tool Bash completed: *echo grove-real-test* => grove-real-test",
     "tool Bash failed: *cat missing-file.txt* => *No such file or directory",
@@ -645,7 +652,7 @@ const CLAUDE_TURN: &[&str] = &[
 ];
 
 /// The same for Codex.
-const CODEX_TURN: &[&str] = &[
+pub(crate) const CODEX_TURN: &[&str] = &[
     "thinking: First look, then write the note. [encrypted]",
     "tool exec_command completed: *echo grove-real-test* => *grove-real-test",
     "tool exec_command failed: *cat missing-file.txt* => *No such file or directory",
@@ -654,14 +661,14 @@ const CODEX_TURN: &[&str] = &[
 ];
 
 /// The thread after one turn: the prompt, then the agent's `turn`.
-fn expected(prompt: &str, turn: &[&str]) -> Vec<String> {
+pub(crate) fn expected(prompt: &str, turn: &[&str]) -> Vec<String> {
     std::iter::once(format!("user: {prompt}"))
         .chain(turn.iter().map(|s| s.to_string()))
         .collect()
 }
 
 /// A task of `agent` made without launching it; its worktree and id.
-fn task(sb: &Sandbox, repo: &Path, agent: &str) -> (PathBuf, String) {
+pub(crate) fn task(sb: &Sandbox, repo: &Path, agent: &str) -> (PathBuf, String) {
     let task = new_task(sb, repo, &["By hand", "--agent", agent]);
     (
         PathBuf::from(task["worktreePath"].as_str().unwrap()),
@@ -830,7 +837,8 @@ fn claude_launched_again_after_a_launch_that_failed_before_it_wrote_anything_get
 }
 
 /// The names grove gives token counts, in the order the helpers below use.
-const TOKEN_COUNTS: [&str; 5] = ["input", "output", "cacheRead", "cacheCreation", "reasoning"];
+pub(crate) const TOKEN_COUNTS: [&str; 5] =
+    ["input", "output", "cacheRead", "cacheCreation", "reasoning"];
 
 /// The usage the model server reported over `calls`, as grove names it:
 /// Anthropic's cache read and creation; OpenAI's cached and reasoning.
@@ -851,7 +859,7 @@ fn served(calls: &[Request], api: Api) -> [u64; 5] {
 
 /// The agent's own session files under the sandbox's `CLAUDE_CONFIG_DIR`
 /// (`claude`) or `CODEX_HOME` (`codex`).
-fn agent_files(sb: &Sandbox, agent: &str) -> Vec<PathBuf> {
+pub(crate) fn agent_files(sb: &Sandbox, agent: &str) -> Vec<PathBuf> {
     let root = sb.path().join(agent).join(match agent {
         "claude" => "projects",
         _ => "sessions",
@@ -872,7 +880,7 @@ fn agent_files(sb: &Sandbox, agent: &str) -> Vec<PathBuf> {
     out
 }
 
-fn jsonl(path: &Path) -> Vec<Value> {
+pub(crate) fn jsonl(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
@@ -882,7 +890,7 @@ fn jsonl(path: &Path) -> Vec<Value> {
 
 /// Claude Code's usage, summed from its transcripts: per reply (API message
 /// id) the usage of its last record.
-fn claude_transcript_usage(files: &[PathBuf]) -> [u64; 5] {
+pub(crate) fn claude_transcript_usage(files: &[PathBuf]) -> [u64; 5] {
     let mut replies: std::collections::BTreeMap<String, Value> = Default::default();
     for f in files {
         for r in jsonl(f) {
@@ -911,7 +919,7 @@ fn claude_transcript_usage(files: &[PathBuf]) -> [u64; 5] {
 /// Codex's usage from its rollouts: the sum of the responses' own usage
 /// (`token_usage_record`), checked against the running total the last
 /// `token_count` gives.
-fn codex_rollout_usage(files: &[PathBuf]) -> [u64; 5] {
+pub(crate) fn codex_rollout_usage(files: &[PathBuf]) -> [u64; 5] {
     let keys = [
         "input_tokens",
         "output_tokens",
@@ -953,7 +961,7 @@ fn codex_rollout_usage(files: &[PathBuf]) -> [u64; 5] {
 /// list row's, and the sum over its messages) are `want`, and that each
 /// message's tokens are grove's named counts only.
 #[track_caller]
-fn assert_tokens(thread_dir: &Path, row: &Value, want: [u64; 5]) {
+pub(crate) fn assert_tokens(thread_dir: &Path, row: &Value, want: [u64; 5]) {
     let want_json: Value = TOKEN_COUNTS
         .iter()
         .zip(want)
@@ -979,7 +987,7 @@ fn assert_tokens(thread_dir: &Path, row: &Value, want: [u64; 5]) {
 }
 
 /// The scenario, then a second turn that only answers.
-fn two_turns() -> Vec<Turn> {
+pub(crate) fn two_turns() -> Vec<Turn> {
     let mut turns = scenario();
     turns.push(Turn {
         prompt: "Now sum it up".into(),
@@ -1065,7 +1073,7 @@ fn claude_run_by_hand_is_in_the_session_grove_resume_writes_in_order() {
 }
 
 /// The rollouts under the sandbox's `CODEX_HOME`, each as its records.
-fn rollouts(sb: &Sandbox) -> Vec<(PathBuf, Vec<Value>)> {
+pub(crate) fn rollouts(sb: &Sandbox) -> Vec<(PathBuf, Vec<Value>)> {
     agent_files(sb, "codex")
         .into_iter()
         .map(|p| {
@@ -1076,7 +1084,7 @@ fn rollouts(sb: &Sandbox) -> Vec<(PathBuf, Vec<Value>)> {
 }
 
 /// The rollout whose session_meta names session `id`.
-fn rollout_of(sb: &Sandbox, id: &str) -> Vec<Value> {
+pub(crate) fn rollout_of(sb: &Sandbox, id: &str) -> Vec<Value> {
     rollouts(sb)
         .into_iter()
         .find(|(_, r)| r[0]["payload"]["id"] == id)
@@ -1085,7 +1093,7 @@ fn rollout_of(sb: &Sandbox, id: &str) -> Vec<Value> {
 }
 
 /// The session id `grove resume` wrote (from its status line).
-fn written_session(stderr: &str) -> String {
+pub(crate) fn written_session(stderr: &str) -> String {
     let at = stderr.find(" session ").expect("grove says what it wrote");
     stderr[at + " session ".len()..]
         .split_whitespace()
@@ -1136,7 +1144,7 @@ fn shapes(records: &[Value]) -> std::collections::BTreeSet<String> {
 /// What a rollout grove wrote must have for Codex to take it back whole:
 /// the configured provider, the installed version, each turn completed.
 #[track_caller]
-fn assert_codex_session(written: &[Value], turns: usize) {
+pub(crate) fn assert_codex_session(written: &[Value], turns: usize) {
     let meta = &written[0]["payload"];
     assert_eq!(written[0]["type"], "session_meta");
     assert_eq!(
@@ -1270,218 +1278,9 @@ fn claude_thread_resumed_in_codex_goes_on_with_the_earlier_turn() {
     assert_codex_session(&rollout_of(&sb, &written_session(&stderr)), 2);
 }
 
-/// A program's terminal screen, in a tmux of its own (a socket of the
-/// sandbox's), stopped when dropped.
-struct Tui {
-    socket: PathBuf,
-}
-
-impl Tui {
-    /// Runs `cmd` (its program, arguments, directory and environment) on a
-    /// 160x50 terminal.
-    fn start(sb: &Sandbox, cmd: &Command) -> Tui {
-        let script = sb.path().join("tui.sh");
-        let quote =
-            |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
-        let mut text = String::from("#!/bin/sh\n");
-        for (k, v) in cmd.get_envs() {
-            if let Some(v) = v {
-                text.push_str(&format!("export {}={}\n", k.to_string_lossy(), quote(v)));
-            }
-        }
-        text.push_str("export TERM=xterm-256color\n");
-        text.push_str(&format!(
-            "cd {}\nexec {}",
-            quote(cmd.get_current_dir().unwrap().as_os_str()),
-            quote(cmd.get_program())
-        ));
-        for a in cmd.get_args() {
-            text.push_str(&format!(" {}", quote(a)));
-        }
-        text.push('\n');
-        std::fs::write(&script, text).unwrap();
-        let socket = sb.path().join("tmux.sock");
-        let out = Command::new("tmux")
-            .arg("-S")
-            .arg(&socket)
-            .args(["new-session", "-d", "-x", "160", "-y", "50", "sh"])
-            .arg(&script)
-            .output()
-            .expect("tmux runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Tui { socket }
-    }
-
-    fn screen(&self) -> String {
-        let out = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .args(["capture-pane", "-p"])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .args(["send-keys"])
-            .args(keys)
-            .status()
-            .unwrap();
-    }
-
-    /// The screen once `done` holds, answering what `answer` knows on the
-    /// way; fails after 30 s.
-    fn until(
-        &self,
-        done: impl Fn(&str) -> bool,
-        answer: impl Fn(&str) -> Option<Vec<&'static str>>,
-    ) -> String {
-        let started = Instant::now();
-        let mut last = String::new();
-        while started.elapsed() < std::time::Duration::from_secs(30) {
-            last = self.screen();
-            if done(&last) {
-                return last;
-            }
-            if let Some(keys) = answer(&last) {
-                self.keys(&keys);
-            }
-            std::thread::sleep(std::time::Duration::from_millis(300));
-        }
-        panic!("the screen never got there:\n{last}");
-    }
-}
-
-impl Drop for Tui {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .arg("kill-server")
-            .status();
-    }
-}
-
-#[test]
-fn codex_tui_takes_the_sessions_grove_writes_back_with_every_turn_complete() {
-    let sb = Sandbox::new();
-    if !sb.install_real_agents()
-        || !needs(
-            "tmux",
-            which("tmux"),
-            "GROVE_SKIP_REAL_AGENTS",
-            "apt-get install tmux",
-        )
-    {
-        return;
-    }
-    let openai = ModelServer::start(Api::OpenAi, scenario());
-    let anthropic = ModelServer::start(Api::Anthropic, scenario());
-    headless_agents(&sb);
-    let repo = sb.repo("app");
-    let prompt = &scenario()[0].prompt;
-    // The project trusted, so Codex asks nothing about the folder.
-    let trusted = format!(
-        "\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
-        repo.display()
-    );
-    let threads = [
-        launch(&sb, &repo, "codex", prompt, |cmd| {
-            codex_setup(&sb, &openai, cmd, &trusted)
-        }),
-        launch(&sb, &repo, "claude-code", prompt, |cmd| {
-            claude_setup(&sb, &anthropic, cmd)
-        }),
-    ];
-    // Codex's TUI runs sessions in an app-server daemon that outlives it:
-    // stopped when the test ends, however it ends.
-    let _daemon = CodexDaemon { sb: &sb };
-    for (wt, id) in threads {
-        let mut cmd = sb.grove_with_agents(&wt);
-        cmd.args(["export", &id, "--format", "codex", "--json"]);
-        codex_setup(&sb, &openai, &mut cmd, &trusted);
-        let session = json(&ok(&mut cmd))["sessionId"]
-            .as_str()
-            .unwrap()
-            .to_string();
-        let mut cmd = sb.agent("codex", &wt);
-        cmd.args(["resume", &session]);
-        codex_setup(&sb, &openai, &mut cmd, &trusted);
-        let tui = Tui::start(&sb, &cmd);
-        let screen = tui.until(
-            |s| {
-                (s.contains("The note is in notes.txt.") && s.contains("Ask Codex"))
-                    || s.contains("no longer configured")
-                    || s.contains("Conversation interrupted")
-            },
-            // Codex's offer of a newer model: keep the configured one;
-            // grove's capture hooks (installed in the repository when the
-            // task was launched): trusted, as the README tells the user.
-            |s| {
-                (s.contains("Use existing model") || s.contains("Hooks need review"))
-                    .then(|| vec!["Down", "Enter"])
-            },
-        );
-        assert!(screen.contains(prompt.as_str()), "{screen}");
-        assert!(screen.contains("The note is in notes.txt."), "{screen}");
-        assert!(!screen.contains("no longer configured"), "{screen}");
-        assert!(!screen.contains("Conversation interrupted"), "{screen}");
-    }
-}
-
-/// Stops the sandbox's Codex app-server daemon when dropped.
-struct CodexDaemon<'a> {
-    sb: &'a Sandbox,
-}
-
-impl Drop for CodexDaemon<'_> {
-    fn drop(&mut self) {
-        // Its updater loop outlives `daemon stop`: ended too, when its pid
-        // file (read first: stopping removes it) names a process of this
-        // sandbox's Codex, and nothing else.
-        let pid_file = self
-            .sb
-            .path()
-            .join("codex/app-server-daemon/daemon-updater.pid");
-        let updater = std::fs::read_to_string(pid_file)
-            .ok()
-            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-            .and_then(|v| v["pid"].as_u64());
-        let mut cmd = self.sb.agent("codex", &self.sb.path());
-        cmd.args(["app-server", "daemon", "stop"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        let _ = cmd.status();
-        let Some(pid) = updater else {
-            return;
-        };
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let sandbox = self.sb.path().to_string_lossy().into_owned();
-        if String::from_utf8_lossy(&cmdline).contains(&sandbox) {
-            let _ = Command::new("kill").arg(pid.to_string()).status();
-        }
-    }
-}
-
-/// Whether `program` is on `PATH`.
-fn which(program: &str) -> bool {
-    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .any(|d| d.join(program).is_file())
-}
-
-#[test]
-fn codex_rollout_read_while_a_reply_waits_for_its_usage_counts_it_once_read_again() {
-    let sb = Sandbox::new();
-    if !sb.install_real_agents() {
-        return;
-    }
+/// The scenario played by `codex exec` run by hand outside any repository;
+/// its rollout and the rollout's records.
+fn codex_exec_rollout(sb: &Sandbox) -> (PathBuf, Vec<Value>) {
     let server = ModelServer::start(Api::OpenAi, scenario());
     let dir = sb.dir("by-hand");
     let mut cmd = sb.agent("codex", &dir);
@@ -1493,14 +1292,23 @@ fn codex_rollout_read_while_a_reply_waits_for_its_usage_counts_it_once_read_agai
         "--",
         &scenario()[0].prompt,
     ]);
-    codex_setup(&sb, &server, &mut cmd, "");
+    codex_setup(sb, &server, &mut cmd, "");
     let out = run(&mut cmd);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let (rollout, records) = rollouts(&sb).remove(0);
+    rollouts(sb).remove(0)
+}
+
+#[test]
+fn codex_rollout_read_while_a_reply_waits_for_its_usage_counts_it_once_read_again() {
+    let sb = Sandbox::new();
+    if !sb.install_real_agents() {
+        return;
+    }
+    let (rollout, records) = codex_exec_rollout(&sb);
     let want = codex_rollout_usage(std::slice::from_ref(&rollout));
 
     // Read as a capture would while Codex writes: the answer is in the
@@ -1542,19 +1350,78 @@ fn codex_rollout_read_while_a_reply_waits_for_its_usage_counts_it_once_read_agai
     );
 }
 
+#[test]
+fn codex_rollout_read_line_by_line_as_codex_writes_it_counts_every_response_s_usage_once() {
+    let sb = Sandbox::new();
+    if !sb.install_real_agents() {
+        return;
+    }
+    let (rollout, _) = codex_exec_rollout(&sb);
+    let want = codex_rollout_usage(std::slice::from_ref(&rollout));
+    // A capture may come after any record Codex writes (a hook, the
+    // follow-up): here after each one, so a call whose output or usage is
+    // still to come is read before them, and again with them.
+    let text = std::fs::read_to_string(&rollout).unwrap();
+    let growing = sb.dir("growing").join(rollout.file_name().unwrap());
+    let repo = sb.repo("r");
+    let mut so_far = String::new();
+    for line in text.lines() {
+        so_far.push_str(line);
+        so_far.push('\n');
+        std::fs::write(&growing, &so_far).unwrap();
+        let out =
+            run(sb
+                .grove(&repo)
+                .args(["import", "codex", growing.to_str().unwrap(), "--json"]));
+        assert!(
+            matches!(out.status.code(), Some(0 | 4)),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let rows = list_rows(&sb, &repo);
+    assert_eq!(rows.len(), 1);
+    let named: Value = TOKEN_COUNTS
+        .iter()
+        .zip(want)
+        .map(|(k, n)| (k.to_string(), json!(n)))
+        .collect::<serde_json::Map<_, _>>()
+        .into();
+    assert_eq!(rows[0]["stats"]["tokens"], named, "every response's usage");
+    let thread_dir = repo
+        .join(".agent/threads")
+        .join(rows[0]["threadId"].as_str().unwrap());
+    assert_lines(
+        &conversation(&thread_dir),
+        &expected(&scenario()[0].prompt, CODEX_TURN),
+    );
+}
+
 /// A record the agent writes into its transcript, which the thread must
 /// hold before the model answers the request that follows it.
 #[derive(Debug, Clone, PartialEq)]
-enum Awaited {
+pub(crate) enum Awaited {
     /// The user's prompt.
     Prompt(String),
     /// The result of the tool call with this id.
     Result(String),
+    /// The agent's reply with this text (no request follows a turn's last
+    /// one: looked for once the turn is over).
+    Reply(String),
 }
 
 /// What a model request follows: the result it carries last, or the
-/// prompt that opens it.
-fn awaited(api: Api, body: &Value, prompt: &str) -> Option<Awaited> {
+/// prompt (one of `prompts`) that opens it. Codex's requests for a task's
+/// title follow nothing of the session's.
+pub(crate) fn awaited(api: Api, body: &Value, prompts: &[String]) -> Option<Awaited> {
+    let named = |last: &Value| {
+        let text = last.to_string();
+        prompts
+            .iter()
+            .rev()
+            .find(|p| text.contains(p.as_str()))
+            .map(|p| Awaited::Prompt(p.clone()))
+    };
     match api {
         Api::Anthropic => {
             // Claude Code 2.1.331 sends its context as a last, system message.
@@ -1571,11 +1438,12 @@ fn awaited(api: Api, body: &Value, prompt: &str) -> Option<Awaited> {
             {
                 return Some(Awaited::Result(r["tool_use_id"].as_str()?.to_string()));
             }
-            last.to_string()
-                .contains(prompt)
-                .then(|| Awaited::Prompt(prompt.to_string()))
+            named(last)
         }
         Api::OpenAi => {
+            if is_title_request(body) {
+                return None;
+            }
             let last = body["input"].as_array()?.last()?;
             if let Some(id) = last["call_id"].as_str()
                 && last["type"]
@@ -1584,45 +1452,59 @@ fn awaited(api: Api, body: &Value, prompt: &str) -> Option<Awaited> {
             {
                 return Some(Awaited::Result(id.to_string()));
             }
-            last.to_string()
-                .contains(prompt)
-                .then(|| Awaited::Prompt(prompt.to_string()))
+            named(last)
         }
     }
 }
 
-/// Whether the thread holds `what`: the prompt as a user message, a tool
-/// call's result (completed or failed).
+/// Whether message `m` (a line of messages.jsonl, or of `show --follow
+/// --json`) is `what`: the prompt as a user message, a tool call's result
+/// (completed or failed).
+pub(crate) fn is_awaited(m: &Value, what: &Awaited) -> bool {
+    match what {
+        Awaited::Prompt(p) => m["role"] == "user" && m["content"].to_string().contains(p.as_str()),
+        Awaited::Result(id) => m["toolCalls"].as_array().into_iter().flatten().any(|c| {
+            c["toolCallId"] == id.as_str()
+                && matches!(c["status"].as_str(), Some("completed" | "failed"))
+        }),
+        Awaited::Reply(text) => {
+            m["role"] == "agent" && m["content"].to_string().contains(text.as_str())
+        }
+    }
+}
+
+/// Whether the thread holds `what`.
 fn thread_holds(thread_dir: &Path, what: &Awaited) -> bool {
     let Ok(text) = std::fs::read_to_string(thread_dir.join("messages.jsonl")) else {
         return false;
     };
     text.lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .any(|m| match what {
-            Awaited::Prompt(p) => {
-                m["role"] == "user" && m["content"].to_string().contains(p.as_str())
-            }
-            Awaited::Result(id) => m["toolCalls"].as_array().into_iter().flatten().any(|c| {
-                c["toolCallId"] == id.as_str()
-                    && matches!(c["status"].as_str(), Some("completed" | "failed"))
-            }),
-        })
+        .any(|m| is_awaited(&m, what))
 }
 
 /// When the agent wrote `what` into one of the transcripts under `dir`
-/// (its record's own timestamp).
+/// (its record's own timestamp; the earliest, when a later session, a
+/// resumed one, repeats it).
 fn written_at(dir: &Path, what: &Awaited) -> Option<jiff::Timestamp> {
     let mut files = vec![dir.to_path_buf()];
+    let mut first: Option<jiff::Timestamp> = None;
     while let Some(f) = files.pop() {
         if f.is_dir() {
-            files.extend(std::fs::read_dir(&f).ok()?.flatten().map(|e| e.path()));
+            files.extend(
+                std::fs::read_dir(&f)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .map(|e| e.path()),
+            );
             continue;
         }
         if f.extension().is_none_or(|e| e != "jsonl") {
             continue;
         }
-        for line in std::fs::read_to_string(&f).ok()?.lines() {
+        let text = std::fs::read_to_string(&f).unwrap_or_default();
+        for line in text.lines() {
             let Ok(v) = serde_json::from_str::<Value>(line) else {
                 continue;
             };
@@ -1633,6 +1515,12 @@ fn written_at(dir: &Path, what: &Awaited) -> Option<jiff::Timestamp> {
                         || v["payload"]["type"] == "message" && v["payload"]["role"] == "user")
                         && v.to_string().contains(p.as_str())
                         && !v.to_string().contains("tool_result")
+                }
+                // Claude's assistant record, Codex's assistant message item.
+                Awaited::Reply(text) => {
+                    (v["type"] == "assistant"
+                        || v["payload"]["type"] == "message" && v["payload"]["role"] == "assistant")
+                        && v.to_string().contains(text.as_str())
                 }
                 Awaited::Result(id) => {
                     v["message"]["content"]
@@ -1646,91 +1534,157 @@ fn written_at(dir: &Path, what: &Awaited) -> Option<jiff::Timestamp> {
                                 .is_some_and(|t| t.ends_with("_output")))
                 }
             };
-            if hit {
-                return v["timestamp"].as_str()?.parse().ok();
+            let at = v["timestamp"]
+                .as_str()
+                .and_then(|t| t.parse::<jiff::Timestamp>().ok());
+            if let (true, Some(at)) = (hit, at) {
+                first = Some(first.map_or(at, |f| f.min(at)));
             }
         }
     }
-    None
+    first
 }
 
 /// What the gate saw before one model answer.
 #[derive(Debug)]
-struct Seen {
-    what: Awaited,
-    /// From the record's write to the thread holding it; `None`: not within
-    /// the bound.
-    latency: Option<std::time::Duration>,
+pub(crate) struct Seen {
+    pub what: Awaited,
+    /// When the thread held it (`None`: not within the bound).
+    pub held: Option<(jiff::Timestamp, Instant)>,
     /// The agent's state `grove list` showed meanwhile.
-    state: String,
+    pub state: String,
 }
 
-/// A gate for the model server: before each answer, waits (at most 10 s)
-/// until the thread holds the record the request follows, and notes how
-/// long after its write that was, and what `grove list` says.
-fn hold_until_captured(
-    sb: std::sync::Arc<Sandbox>,
-    api: Api,
-    repo: PathBuf,
-    thread_dir: PathBuf,
-    transcripts: PathBuf,
-    seen: std::sync::Arc<std::sync::Mutex<Vec<Seen>>>,
-) -> impl Fn(u64, &Value) + Send + Sync + 'static {
-    let prompt = scenario()[0].prompt.clone();
-    let id = thread_dir
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
-    move |_, body| {
-        let Some(what) = awaited(api, body, &prompt) else {
-            return;
-        };
-        let start = Instant::now();
-        let mut held = None;
-        while start.elapsed() < std::time::Duration::from_secs(10) {
-            if thread_holds(&thread_dir, &what) {
-                held = Some(jiff::Timestamp::now());
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        let latency = held.and_then(|at| {
-            let written = written_at(&transcripts, &what)?;
-            let d = at.duration_since(written);
-            Some(std::time::Duration::from_millis(
-                d.as_millis().max(0).try_into().unwrap_or(0),
-            ))
-        });
-        let state = row_of(&sb, &repo, &id)["agentState"]["state"]
-            .as_str()
-            .unwrap_or("")
-            .to_string();
-        seen.lock().unwrap().push(Seen {
-            what,
-            latency,
-            state,
-        });
+impl Seen {
+    /// From the agent's write of the record into one of the transcripts
+    /// under `transcripts` to the thread holding it (none when the thread
+    /// held it first: grove's copy of the opening prompt). Asked once the
+    /// turn is over: an agent may write a record after the request that
+    /// follows it (Claude Code's TUI its opening prompt).
+    pub(crate) fn latency(&self, transcripts: &Path) -> Option<std::time::Duration> {
+        let (at, _) = self.held?;
+        let written = written_at(transcripts, &self.what)?;
+        let ms = at.duration_since(written).as_millis().max(0);
+        Some(std::time::Duration::from_millis(
+            ms.try_into().unwrap_or(u64::MAX),
+        ))
     }
 }
 
+/// A pause in a gated session: once the gate saw `after` records, the
+/// next model answer waits until the test releases it (at most 60 s).
+#[derive(Debug, Default)]
+pub(crate) struct Pause {
+    pub after: usize,
+    pub reached: std::sync::atomic::AtomicBool,
+    pub released: std::sync::atomic::AtomicBool,
+}
+
+/// What a gate watches: the thread (known once the task exists, so a task
+/// `grove new --launch` makes can be watched), the prompts that open turns.
+pub(crate) struct Watch {
+    pub sb: std::sync::Arc<Sandbox>,
+    pub api: Api,
+    pub repo: PathBuf,
+    pub thread: std::sync::Arc<std::sync::OnceLock<PathBuf>>,
+    pub prompts: Vec<String>,
+    pub seen: std::sync::Arc<std::sync::Mutex<Vec<Seen>>>,
+    pub pause: Option<std::sync::Arc<Pause>>,
+}
+
+impl Watch {
+    /// A watch of `thread_dir`'s session of the scenario, seen into `seen`.
+    pub(crate) fn of(
+        sb: std::sync::Arc<Sandbox>,
+        api: Api,
+        repo: PathBuf,
+        thread_dir: Option<PathBuf>,
+        seen: std::sync::Arc<std::sync::Mutex<Vec<Seen>>>,
+    ) -> Watch {
+        let thread = std::sync::Arc::new(std::sync::OnceLock::new());
+        if let Some(dir) = thread_dir {
+            let _ = thread.set(dir);
+        }
+        Watch {
+            sb,
+            api,
+            repo,
+            thread,
+            prompts: two_turns().into_iter().map(|t| t.prompt).collect(),
+            seen,
+            pause: None,
+        }
+    }
+
+    /// The gate for the model server: before each answer, waits (at most
+    /// 10 s) until the thread holds the record the request follows, and
+    /// notes how long after its write that was, and what `grove list`
+    /// says; then waits at the pause, if any.
+    pub(crate) fn gate(self) -> impl Fn(u64, &Value) + Send + Sync + 'static {
+        move |_, body| {
+            let Some(what) = awaited(self.api, body, &self.prompts) else {
+                return;
+            };
+            let Some(thread_dir) = self.thread.get() else {
+                return;
+            };
+            let seen = watch_for(&self.sb, &self.repo, thread_dir, what);
+            let count = {
+                let mut all = self.seen.lock().unwrap();
+                all.push(seen);
+                all.len()
+            };
+            if let Some(pause) = self.pause.as_ref().filter(|p| p.after == count) {
+                use std::sync::atomic::Ordering;
+                pause.reached.store(true, Ordering::SeqCst);
+                let start = Instant::now();
+                while !pause.released.load(Ordering::SeqCst)
+                    && start.elapsed() < std::time::Duration::from_secs(60)
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+            }
+        }
+    }
+}
+
+/// Waits (at most 10 s) until the thread in `thread_dir` holds `what`, and
+/// says when that was, and what `grove list` said then.
+pub(crate) fn watch_for(sb: &Sandbox, repo: &Path, thread_dir: &Path, what: Awaited) -> Seen {
+    let start = Instant::now();
+    let mut held = None;
+    while start.elapsed() < std::time::Duration::from_secs(10) {
+        if thread_holds(thread_dir, &what) {
+            held = Some((jiff::Timestamp::now(), Instant::now()));
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let id = thread_dir.file_name().unwrap().to_string_lossy();
+    let state = row_of(sb, repo, &id)["agentState"]["state"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    Seen { what, held, state }
+}
+
 /// Asserts that the gate saw each of `n` records reach the thread within a
-/// second of its write, the agent `working` meanwhile.
+/// second of its write into the transcripts under `transcripts`, the agent
+/// `working` meanwhile.
 #[track_caller]
-fn assert_within_a_second(seen: &[Seen], n: usize) {
+pub(crate) fn assert_within_a_second(seen: &[Seen], n: usize, transcripts: &Path) {
     assert_eq!(seen.len(), n, "{seen:#?}");
     assert!(
         matches!(seen[0].what, Awaited::Prompt(_)),
         "the prompt first: {seen:#?}"
     );
     for s in seen {
-        let ok = s
-            .latency
-            .is_some_and(|l| l < std::time::Duration::from_secs(1));
+        let latency = s.latency(transcripts);
         assert!(
-            ok,
-            "{:?} reached the thread within 1 s of its write: {seen:#?}",
-            s.what
+            latency.is_some_and(|l| l < std::time::Duration::from_secs(1)),
+            "{:?} reached the thread within 1 s of its write (took {latency:?}, written at {:?}): {seen:#?}",
+            s.what,
+            written_at(transcripts, &s.what)
         );
         assert_eq!(s.state, "working", "{seen:#?}");
     }
@@ -1752,14 +1706,14 @@ fn claude_each_record_reaches_the_thread_within_a_second_before_any_later_hook()
     let server = ModelServer::start_gated(
         Api::Anthropic,
         scenario(),
-        hold_until_captured(
+        Watch::of(
             sb.clone(),
             Api::Anthropic,
             repo.clone(),
-            thread_dir.clone(),
-            sb.path().join("claude/projects"),
+            Some(thread_dir.clone()),
             seen.clone(),
-        ),
+        )
+        .gate(),
     );
     let prompt = &scenario()[0].prompt;
     let mut cmd = sb.agent("claude", &wt);
@@ -1772,7 +1726,7 @@ fn claude_each_record_reaches_the_thread_within_a_second_before_any_later_hook()
         String::from_utf8_lossy(&out.stderr)
     );
     // The prompt, then each tool's result (the failing one's included).
-    assert_within_a_second(&seen.lock().unwrap(), 4);
+    assert_within_a_second(&seen.lock().unwrap(), 4, &sb.path().join("claude/projects"));
     assert_lines(&conversation(&thread_dir), &expected(prompt, CLAUDE_TURN));
 }
 
@@ -1789,14 +1743,14 @@ fn codex_each_record_reaches_the_thread_within_a_second_before_any_later_hook() 
     let server = ModelServer::start_gated(
         Api::OpenAi,
         scenario(),
-        hold_until_captured(
+        Watch::of(
             sb.clone(),
             Api::OpenAi,
             repo.clone(),
-            thread_dir.clone(),
-            sb.path().join("codex/sessions"),
+            Some(thread_dir.clone()),
             seen.clone(),
-        ),
+        )
+        .gate(),
     );
     codex_config(&sb, &server, &trusted_project(&repo));
     ok(sb.grove(&wt).args(["capture", "install", "--trust-agent"]));
@@ -1810,7 +1764,7 @@ fn codex_each_record_reaches_the_thread_within_a_second_before_any_later_hook() 
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_within_a_second(&seen.lock().unwrap(), 4);
+    assert_within_a_second(&seen.lock().unwrap(), 4, &sb.path().join("codex/sessions"));
     assert_lines(&conversation(&thread_dir), &expected(prompt, CODEX_TURN));
     // After the turn waiting (Stop), then exited: `codex exec` ends its
     // session (SessionEnd).

@@ -96,6 +96,12 @@ pub(super) struct Reader {
     /// The id the record being read names for its message (`grove.id`,
     /// written by grove's own export).
     named: Option<String>,
+    /// Per message sent in this import, by index: how much of the running
+    /// totals was counted before it. A live import leaves a tail of
+    /// messages for the next one (a call's output, a reply's usage still
+    /// to come), which reads that tail again: it must start from what was
+    /// counted before the tail, or the usage the tail carried is lost.
+    counted_before: Vec<[u64; 5]>,
 }
 
 fn s(o: &Map<String, Value>, k: &str) -> Option<String> {
@@ -106,13 +112,20 @@ fn s(o: &Map<String, Value>, k: &str) -> Option<String> {
 }
 
 impl Reader {
-    pub fn new(thread: ThreadHandle, thread_id: &str, live: bool, carried: Carried) -> Self {
+    pub fn new(thread: ThreadHandle, thread_id: &str, live: bool, mut carried: Carried) -> Self {
+        if carried.counted.is_none() {
+            // An older grove's state: its messages carry the totals so far.
+            carried.counted = Some(carried.totals.as_ref().map_or([0; 5], |t| {
+                usage_counts(t, CODEX_USAGE_KEYS).map(|n| n.unwrap_or(0))
+            }));
+        }
         Reader {
             stream: Stream::new(thread, "codexRecords", true, live),
             thread_id: thread_id.to_string(),
             carried,
             log: CallLog::default(),
             named: None,
+            counted_before: Vec::new(),
         }
     }
 
@@ -206,6 +219,8 @@ impl Reader {
         } else if m.role != Role::Agent {
             self.stream.awaiting_usage(false);
         }
+        self.counted_before
+            .push(self.carried.counted.unwrap_or_default());
         self.stream.emit(out, m, at.line, at.offset);
     }
 
@@ -556,13 +571,6 @@ impl Reader {
         out.summary().count(label).mapped += 1;
         self.stream.awaiting_usage(false);
         let total = total.filter(|t| t.is_object());
-        if self.carried.counted.is_none() {
-            // An older grove's state: its messages carry the totals so far.
-            let before = self.carried.totals.as_ref();
-            self.carried.counted = Some(before.map_or([0; 5], |t| {
-                usage_counts(t, CODEX_USAGE_KEYS).map(|n| n.unwrap_or(0))
-            }));
-        }
         if let Some(total) = total {
             self.carried.totals = Some(total.clone());
         }
@@ -646,6 +654,12 @@ impl Reader {
     pub fn end(self, out: &mut Output) -> (Option<u64>, Vec<Value>, Carried) {
         let mut ended = self.stream.end(out, "deferred");
         let mut carried = self.carried;
+        // The messages left for the next import are read again there, with
+        // the usage they carried.
+        let left = usize::try_from(ended.written_below).ok();
+        if let Some(before) = left.and_then(|i| self.counted_before.get(i)) {
+            carried.counted = Some(*before);
+        }
         self.log.settle(&mut carried.calls, &mut ended);
         (ended.unconsumed, ended.waiting, carried)
     }

@@ -26,6 +26,7 @@ mod hookfile;
 pub mod install;
 mod jsontext;
 pub mod ledger;
+pub mod opencode;
 pub mod state;
 pub mod sync;
 pub mod transcripts;

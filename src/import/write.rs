@@ -178,6 +178,16 @@ impl<'a> Output<'a> {
         self.summary
     }
 
+    /// The agent session a capture takes, when this import is one: a
+    /// source holding many sessions (OpenCode's database) gives only that
+    /// one and its subagents'.
+    pub fn captured_session(&self) -> Option<&str> {
+        match self.destination {
+            Destination::Capture(c) => Some(&c.session),
+            _ => None,
+        }
+    }
+
     /// The source being imported.
     pub fn source(&self) -> &Path {
         &self.source

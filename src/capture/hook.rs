@@ -294,8 +294,13 @@ fn notify(project: &Project, thread: &Thread) -> Result<bool> {
     Ok(true)
 }
 
-/// The thread's `logs/capture.log`, opened to append.
+/// The thread's `logs/capture.log`, opened to append. A thread whose
+/// directory is gone (its worktree removed while a capture ran) gets no
+/// log: making one would make the worktree's directory again.
 fn log_file(thread: &Thread) -> Result<std::fs::File> {
+    if !thread.dir().is_dir() {
+        return Err(Error::Other(format!("{} is gone", thread.dir().display())));
+    }
     let logs = thread.dir().join("logs");
     crate::fsutil::real_dir(thread.dir(), &logs)?;
     crate::fsutil::open_append(&logs.join("capture.log"), true)

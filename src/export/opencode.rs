@@ -58,6 +58,7 @@ pub fn write(
         assets: Assets::of(thread),
         parent: String::new(),
         parts: 0,
+        model: configured_model(cwd),
     };
     let mut out_messages = Vec::new();
     let mut system = 0;
@@ -124,9 +125,30 @@ struct Writer {
     parent: String,
     /// Parts written so far, for their ids (in order, as OpenCode sorts).
     parts: u64,
+    /// The model OpenCode is configured with (provider, model), when found.
+    model: Option<(String, String)>,
 }
 
 impl Writer {
+    /// The provider and model a message names for OpenCode: its own when
+    /// it is OpenCode's, else the model OpenCode is configured with —
+    /// OpenCode goes on with the model of the session's last prompt, and
+    /// fails on one it has no provider for.
+    fn provider_model(&self, m: &Message) -> (String, String) {
+        let own = m.extra.get("opencode");
+        let provider = own
+            .and_then(|k| {
+                k.get("providerID")
+                    .or_else(|| k.get("model")?.get("providerID"))
+            })
+            .and_then(Value::as_str);
+        match (provider, &m.model, &self.model) {
+            (Some(p), Some(model), _) => (p.to_string(), model.clone()),
+            (_, _, Some((p, model))) => (p.clone(), model.clone()),
+            _ => provider_model(m),
+        }
+    }
+
     fn part(&mut self, message: &str, mut part: Map<String, Value>) -> Value {
         self.parts += 1;
         part.insert(
@@ -157,7 +179,7 @@ impl Writer {
             };
             parts.push(self.part(&id, p));
         }
-        let (provider, model) = provider_model(m);
+        let (provider, model) = self.provider_model(m);
         let mut info = kept(m);
         info.insert("id".into(), Value::from(id));
         info.insert("sessionID".into(), Value::from(self.session.clone()));
@@ -172,13 +194,18 @@ impl Writer {
     /// A reply.
     fn reply(&mut self, m: &Message) -> Value {
         let id = message_id(&m.id);
+        let time = millis(&m.timestamp);
         let mut parts = Vec::new();
         for b in &m.content {
+            // A reply's parts say when they were written.
+            let span = json!({"start": time, "end": time});
             let p = match b {
                 ContentBlock::Thinking { text, .. } => {
-                    obj(json!({"type": "reasoning", "text": text}))
+                    obj(json!({"type": "reasoning", "text": text, "time": span}))
                 }
-                ContentBlock::Text { text, .. } => obj(json!({"type": "text", "text": text})),
+                ContentBlock::Text { text, .. } => {
+                    obj(json!({"type": "text", "text": text, "time": span}))
+                }
                 _ => continue,
             };
             parts.push(self.part(&id, p));
@@ -187,10 +214,9 @@ impl Writer {
             let p = tool_part(c, millis(&m.timestamp));
             parts.push(self.part(&id, p));
         }
-        let (provider, model) = provider_model(m);
+        let (provider, model) = self.provider_model(m);
         let t = m.tokens.clone().unwrap_or_default();
         let n = |v: Option<u64>| v.unwrap_or(0);
-        let time = millis(&m.timestamp);
         let mut info = kept(m);
         info.insert("id".into(), Value::from(id));
         info.insert("sessionID".into(), Value::from(self.session.clone()));
@@ -247,8 +273,45 @@ fn kept(m: &Message) -> Map<String, Value> {
     info
 }
 
-/// The provider and model a message names, for OpenCode's records (OpenCode
-/// goes on with the model it is configured with, whatever these say).
+/// The model OpenCode runs with in `cwd` (`"model": "provider/model"`):
+/// the project's `opencode.json(c)`, else `OPENCODE_CONFIG`, else the
+/// user's config (`$XDG_CONFIG_HOME/opencode/`).
+fn configured_model(cwd: &Path) -> Option<(String, String)> {
+    let config = std::env::var_os("XDG_CONFIG_HOME")
+        .map(std::path::PathBuf::from)
+        .filter(|d| d.is_absolute())
+        .or_else(|| Some(dirs::home_dir()?.join(".config")))
+        .map(|d| d.join("opencode"));
+    let mut files: Vec<std::path::PathBuf> =
+        vec![cwd.join("opencode.json"), cwd.join("opencode.jsonc")];
+    files.extend(std::env::var_os("OPENCODE_CONFIG").map(std::path::PathBuf::from));
+    if let Some(dir) = config {
+        files.extend([
+            dir.join("opencode.json"),
+            dir.join("opencode.jsonc"),
+            dir.join("config.json"),
+        ]);
+    }
+    files.iter().find_map(|f| {
+        let text = std::fs::read_to_string(f).ok()?;
+        let v: Value = serde_json::from_str(&text)
+            .or_else(|_| serde_json::from_str(&without_line_comments(&text)))
+            .ok()?;
+        let (provider, model) = v.get("model")?.as_str()?.split_once('/')?;
+        Some((provider.to_string(), model.to_string()))
+    })
+}
+
+/// `text` without its `//` comment lines (JSONC's most common form).
+fn without_line_comments(text: &str) -> String {
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The provider and model a message names, guessed from the model's name
+/// when nothing better is known.
 fn provider_model(m: &Message) -> (String, String) {
     let kept = m.extra.get("opencode");
     let provider = kept

@@ -111,6 +111,19 @@ fn gemini_chats(sb: &Sandbox) -> Vec<PathBuf> {
     jsonl_files(&tmp)
 }
 
+/// The sessions of Gemini's chats in the sandbox (a resume in a later
+/// minute leaves a second file of a session).
+fn gemini_sessions(sb: &Sandbox) -> std::collections::BTreeSet<String> {
+    gemini_chats(sb)
+        .iter()
+        .filter_map(|f| {
+            let text = std::fs::read_to_string(f).ok()?;
+            let first: Value = serde_json::from_str(text.lines().next()?).ok()?;
+            Some(first["sessionId"].as_str()?.to_string())
+        })
+        .collect()
+}
+
 /// Which agent a gate reads.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Agent {
@@ -632,4 +645,273 @@ fn opencode_run_by_hand_is_captured_by_grove_s_plugin_each_record_within_a_secon
     // committed.
     assert_eq!(outside(snapshot(&wt)), outside(before));
     assert_eq!(sb.git(&wt, &["status", "--porcelain"]), "");
+}
+
+/// grove's own config (trusted) making the built-in `gemini` and
+/// `opencode` headless: `gemini --prompt` and `opencode run`, with their
+/// own resume options.
+fn headless(sb: &Sandbox) {
+    let gemini = ["gemini", "-m", "gemini-2.5-pro", "--approval-mode", "yolo"];
+    let with = |rest: &[&str]| -> Vec<String> {
+        gemini.iter().chain(rest).map(|s| s.to_string()).collect()
+    };
+    std::fs::create_dir_all(sb.grove_home()).unwrap();
+    std::fs::write(
+        sb.grove_home().join("config.json"),
+        serde_json::json!({"grove": {"agents": {
+            "gemini": {
+                "command": with(&["--session-id", "{sessionId}", "--prompt", "{prompt}"]),
+                "resume": with(&["--resume", "{sessionId}", "--prompt", "{prompt}"]),
+                "native": "gemini"
+            },
+            "opencode": {
+                "command": ["opencode", "run", "{prompt}"],
+                "resume": ["opencode", "run", "--session", "{sessionId}", "{prompt}"],
+                "native": "opencode"
+            }
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+}
+
+/// Answers every model turn at once, keeping what each asked.
+struct Recorder {
+    dir: PathBuf,
+    stop: Arc<AtomicBool>,
+    bodies: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Recorder {
+    fn start(sb: &Sandbox, name: &str) -> Recorder {
+        let dir = sb.path().join(format!("record-{name}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let bodies = Arc::new(Mutex::new(Vec::new()));
+        let (d, st, b) = (dir.clone(), stop.clone(), bodies.clone());
+        std::thread::spawn(move || {
+            let mut next = 0;
+            while !st.load(Ordering::SeqCst) {
+                match std::fs::read_to_string(d.join(format!("{next:03}.json"))) {
+                    Ok(text) => {
+                        b.lock()
+                            .unwrap()
+                            .push(serde_json::from_str(&text).unwrap_or(Value::Null));
+                        std::fs::write(d.join(format!("{next:03}.go")), "").unwrap();
+                        next += 1;
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        Recorder { dir, stop, bodies }
+    }
+
+    /// The last model turn's request, as text.
+    fn last(&self) -> String {
+        self.bodies
+            .lock()
+            .unwrap()
+            .last()
+            .map(Value::to_string)
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// `grove ARGS` in `dir` with the agents' environment; must succeed.
+/// Returns stdout and stderr.
+#[track_caller]
+fn grove_ok(sb: &Sandbox, dir: &Path, gemini_port: u16, args: &[&str]) -> (String, String) {
+    let mut cmd = sb.grove(dir);
+    agent_env(sb, &mut cmd, gemini_port).args(args);
+    let out = run(&mut cmd);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(out.status.success(), "grove {args:?}: {stderr}");
+    (stdout, stderr)
+}
+
+/// The thread's prompts and replies, in order (`user: …`, `agent`): the
+/// scripted servers' answers name the prompt (Gemini's, the first part of
+/// the model's turn, its session context when that comes with it).
+fn turns(thread_dir: &Path) -> Vec<String> {
+    let lines = message_lines(thread_dir);
+    let mut ids = std::collections::HashSet::new();
+    for m in &lines {
+        assert!(ids.insert(m["id"].to_string()), "{m} twice");
+    }
+    lines
+        .iter()
+        .filter(|m| m["role"] == "user" || m["role"] == "agent")
+        .map(|m| {
+            let text: String = m["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|b| b["type"] == "text")
+                .filter_map(|b| b["text"].as_str())
+                .collect();
+            match m["role"].as_str().unwrap() {
+                "user" => format!("user: {}", text.trim_matches('"')),
+                _ => {
+                    assert!(text.starts_with("Plain answer to: "), "{text}");
+                    "agent".to_string()
+                }
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn gemini_and_opencode_launched_and_resumed_through_grove_in_their_own_sessions_and_each_other_s() {
+    let sb = Arc::new(Sandbox::new());
+    if agents(&sb).is_none() {
+        return;
+    }
+    headless(&sb);
+    let repo = sb.repo("app");
+    let gemini_rec = Recorder::start(&sb, "gemini");
+    let opencode_rec = Recorder::start(&sb, "opencode");
+    let gemini = ScriptedServer::start_with(
+        &fixtures().join("gemini/0.61/scripted.py"),
+        &repo,
+        Some(&gemini_rec.dir),
+    );
+    let opencode = ScriptedServer::start_with(
+        &fixtures().join("opencode/1.18/scripted.py"),
+        &repo,
+        Some(&opencode_rec.dir),
+    );
+    // The project's OpenCode model, committed: every task's worktree has it.
+    std::fs::write(repo.join("opencode.json"), opencode_config(opencode.port)).unwrap();
+    sb.git(&repo, &["add", "opencode.json"]);
+    sb.git(&repo, &["commit", "-qm", "OpenCode's model"]);
+    let port = gemini.port;
+
+    // Launched in Gemini, then resumed in its own session.
+    let (out, _) = grove_ok(
+        &sb,
+        &repo,
+        port,
+        &["new", "G", "--prompt", "Just answer", "--launch=gemini"],
+    );
+    let wt = PathBuf::from(out.trim_end());
+    let id = list_rows(&sb, &repo)
+        .into_iter()
+        .find(|r| r["worktreePath"] == wt.to_str().unwrap())
+        .unwrap()["threadId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let dir = wt.join(".agent/threads").join(&id);
+    assert_eq!(turns(&dir), ["user: Just answer", "agent"]);
+    let row = row_of(&sb, &repo, &id);
+    assert_eq!(row["agentState"]["state"], "exited", "{row}");
+    let sessions_before = gemini_sessions(&sb);
+    let (_, err) = grove_ok(
+        &sb,
+        &repo,
+        port,
+        &["resume", &id, "--prompt", "And a plain question"],
+    );
+    assert!(err.contains("goes on in its own gemini session"), "{err}");
+    assert_eq!(gemini_sessions(&sb), sessions_before, "no session written");
+    assert!(
+        gemini_rec.last().contains("Just answer"),
+        "Gemini went on with the conversation"
+    );
+
+    // Resumed in OpenCode: the thread imported into OpenCode's database.
+    let (_, err) = grove_ok(
+        &sb,
+        &repo,
+        port,
+        &["resume", &id, "--agent", "opencode", "--prompt", "One more"],
+    );
+    assert!(err.contains("as opencode session ses_"), "{err}");
+    let asked = opencode_rec.last();
+    assert!(
+        asked.contains("Just answer") && asked.contains("And a plain question"),
+        "OpenCode got the conversation: {}",
+        &asked[..asked.len().min(2000)]
+    );
+
+    // And back in Gemini: a chat of the thread written where Gemini lists it.
+    let (_, err) = grove_ok(
+        &sb,
+        &repo,
+        port,
+        &["resume", &id, "--agent", "gemini", "--prompt", "Last one"],
+    );
+    assert!(err.contains("as gemini session"), "{err}");
+    // OpenCode's turn as OpenCode ran it (`opencode run` quotes its prompt).
+    let asked = gemini_rec.last();
+    assert!(
+        asked.contains(r#"Plain answer to: \"One more\""#),
+        "Gemini got OpenCode's turn: {}",
+        &asked[..asked.len().min(2000)]
+    );
+    assert_eq!(
+        turns(&dir),
+        [
+            "user: Just answer",
+            "agent",
+            "user: And a plain question",
+            "agent",
+            "user: One more",
+            "agent",
+            "user: Last one",
+            "agent",
+        ],
+        "each turn once, in order"
+    );
+    let out = run(sb.grove(&wt).args(["validate", dir.to_str().unwrap()]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    // Launched in OpenCode, then resumed in its own session.
+    let (out, _) = grove_ok(
+        &sb,
+        &repo,
+        port,
+        &["new", "O", "--prompt", "Just answer", "--launch=opencode"],
+    );
+    let wt = PathBuf::from(out.trim_end());
+    let id = list_rows(&sb, &repo)
+        .into_iter()
+        .find(|r| r["worktreePath"] == wt.to_str().unwrap())
+        .unwrap()["threadId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let dir = wt.join(".agent/threads").join(&id);
+    let (_, err) = grove_ok(
+        &sb,
+        &repo,
+        port,
+        &["resume", &id, "--prompt", "And a plain question"],
+    );
+    assert!(err.contains("goes on in its own opencode session"), "{err}");
+    assert!(opencode_rec.last().contains("Just answer"));
+    assert_eq!(
+        turns(&dir),
+        [
+            "user: Just answer",
+            "agent",
+            "user: And a plain question",
+            "agent",
+        ]
+    );
+    assert_eq!(row_of(&sb, &repo, &id)["agentState"]["state"], "exited");
 }

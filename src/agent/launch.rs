@@ -22,6 +22,12 @@ pub fn program(argv0: &str, spec: &super::AgentSpec) -> Result<PathBuf> {
         (None, super::CODEX) => {
             "install Codex (`npm install -g @openai/codex`) so `codex` is on PATH".into()
         }
+        (None, super::GEMINI) => {
+            "install Gemini CLI (`npm install -g @google/gemini-cli`) so `gemini` is on PATH".into()
+        }
+        (None, super::OPENCODE) => {
+            "install OpenCode (`npm install -g opencode-ai`) so `opencode` is on PATH".into()
+        }
         (None, _) => format!("add {}", spec.fix_hint()),
     };
     which::which(argv0).map_err(|_| {
@@ -52,7 +58,8 @@ pub fn run(
     started: impl FnOnce(u32),
 ) -> Result<Exit> {
     let mut cmd = Command::new(program);
-    cmd.args(&argv[1..]).current_dir(dir);
+    // `PWD` says where it runs too: OpenCode takes its project from it.
+    cmd.args(&argv[1..]).current_dir(dir).env("PWD", dir);
     // Piped, grove's stdout carries data (a path, JSON): the agent talks on
     // stderr then, as `grove new --exec` does.
     if !std::io::stdout().is_terminal() {

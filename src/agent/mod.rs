@@ -1,5 +1,5 @@
-//! The agents grove starts: Claude Code and Codex built in, any other
-//! through configuration.
+//! The agents grove starts: Claude Code, Codex, Gemini CLI and OpenCode
+//! built in, any other through configuration.
 //!
 //! An agent is a command line with two placeholders, `{prompt}` (the
 //! opening prompt) and `{sessionId}` (the agent's session), one to start a
@@ -7,8 +7,9 @@
 //! in grove's own `config.json` (in its data directory; yours, trusted) or
 //! in a project's `.agent/config.json` (the repository's: its commands run
 //! only once trusted, like `postSetupCommands`). A configured agent may say
-//! it speaks Claude Code's or Codex's files (`"native": "claude"`), so its
-//! conversation is captured and resumed like theirs.
+//! it speaks a built-in agent's files (`"native": "claude"`, `"codex"`,
+//! `"gemini"`, `"opencode"`), so its conversation is captured and resumed
+//! like theirs.
 
 pub mod launch;
 pub mod resume;
@@ -31,6 +32,13 @@ pub enum Native {
     Claude,
     /// Codex: `.codex/hooks.json` hooks, rollouts under `~/.codex/sessions/`.
     Codex,
+    /// Gemini CLI: `.gemini/settings.json` hooks, chats under
+    /// `~/.gemini/tmp/<project>/chats/`.
+    Gemini,
+    /// OpenCode: a plugin named in the project's `opencode.json`, sessions in
+    /// its SQLite database (`~/.local/share/opencode/opencode.db`).
+    #[serde(rename = "opencode")]
+    OpenCode,
 }
 
 impl Native {
@@ -39,6 +47,8 @@ impl Native {
         match self {
             Native::Claude => "claude",
             Native::Codex => "codex",
+            Native::Gemini => "gemini",
+            Native::OpenCode => "opencode",
         }
     }
 
@@ -47,17 +57,31 @@ impl Native {
         match self {
             Native::Claude => CLAUDE_CODE,
             Native::Codex => CODEX,
+            Native::Gemini => GEMINI,
+            Native::OpenCode => OPENCODE,
         }
     }
 
-    /// The agent named `name`: `claude`, `claude-code`, `codex`.
+    /// The agent named `name`: `claude`, `claude-code`, `codex`, `gemini`
+    /// (or `gemini-cli`, the id of an imported Gemini chat), `opencode`.
     pub fn from_name(name: &str) -> Option<Native> {
         match name {
             "claude" | CLAUDE_CODE => Some(Native::Claude),
             CODEX => Some(Native::Codex),
+            GEMINI | "gemini-cli" => Some(Native::Gemini),
+            OPENCODE => Some(Native::OpenCode),
             _ => None,
         }
     }
+
+    /// Every agent whose files grove reads, in the order `--agent all`
+    /// takes them.
+    pub const ALL: [Native; 4] = [
+        Native::Claude,
+        Native::Codex,
+        Native::Gemini,
+        Native::OpenCode,
+    ];
 
     /// The id the import format gives a session's main thread.
     pub fn source_thread_id(self, session: &str) -> String {
@@ -69,6 +93,10 @@ impl Native {
 pub const CLAUDE_CODE: &str = "claude-code";
 /// Codex's agent id.
 pub const CODEX: &str = "codex";
+/// Gemini CLI's agent id.
+pub const GEMINI: &str = "gemini";
+/// OpenCode's agent id.
+pub const OPENCODE: &str = "opencode";
 
 /// Where an agent's definition comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,6 +153,29 @@ impl AgentSpec {
                 words(&["codex", "--", "{prompt}"]),
                 words(&["codex", "resume", "{sessionId}", "--", "{prompt}"]),
             ),
+            // Gemini 0.61 ignores what follows `--`: the prompt is the value
+            // of its option, joined to it (`=`), so it is never an option
+            // itself; empty, it opens no prompt.
+            Native::Gemini => (
+                words(&[
+                    "gemini",
+                    "--session-id",
+                    "{sessionId}",
+                    "--prompt-interactive={prompt}",
+                ]),
+                words(&[
+                    "gemini",
+                    "--resume",
+                    "{sessionId}",
+                    "--prompt-interactive={prompt}",
+                ]),
+            ),
+            // OpenCode names its sessions itself: the plugin (or the look
+            // for sessions when it exits) tells grove which one it is.
+            Native::OpenCode => (
+                words(&["opencode", "--prompt={prompt}"]),
+                words(&["opencode", "--session", "{sessionId}", "--prompt={prompt}"]),
+            ),
         };
         Some(AgentSpec {
             id: native.agent_id().to_string(),
@@ -152,7 +203,10 @@ pub fn resolve(id: &str, settings: &Settings) -> Result<AgentSpec> {
     if let Some(spec) = AgentSpec::built_in(id) {
         return Ok(spec);
     }
-    let mut known: Vec<String> = vec![CLAUDE_CODE.into(), CODEX.into()];
+    let mut known: Vec<String> = Native::ALL
+        .iter()
+        .map(|n| n.agent_id().to_string())
+        .collect();
     known.extend(settings.agent_ids());
     Err(Error::Other(format!(
         "no agent {id:?}: grove knows {}; others are configured under grove.agents in .agent/config.json \
@@ -315,5 +369,32 @@ mod tests {
             words(&["a", "--", "-x"])
         );
         assert!(expand(&claude.command, Some("hi"), Some("--version")).is_err());
+    }
+
+    #[test]
+    fn gemini_and_opencode_take_the_prompt_as_their_option_s_value() {
+        let attack = Some("--yolo");
+        let gemini = AgentSpec::built_in("gemini").unwrap();
+        assert_eq!(gemini.id, "gemini");
+        assert_eq!(
+            expand(&gemini.command, attack, Some("s1")).unwrap(),
+            words(&[
+                "gemini",
+                "--session-id",
+                "s1",
+                "--prompt-interactive=--yolo"
+            ])
+        );
+        assert_eq!(
+            expand(gemini.resume.as_ref().unwrap(), None, Some("s1")).unwrap(),
+            words(&["gemini", "--resume", "s1", "--prompt-interactive="])
+        );
+        assert_eq!(AgentSpec::built_in("gemini-cli").unwrap().id, "gemini");
+        let opencode = AgentSpec::built_in("opencode").unwrap();
+        assert!(!opencode.chooses_session(), "OpenCode names its sessions");
+        assert_eq!(
+            expand(opencode.resume.as_ref().unwrap(), attack, Some("ses_1")).unwrap(),
+            words(&["opencode", "--session", "ses_1", "--prompt=--yolo"])
+        );
     }
 }

@@ -210,6 +210,11 @@ fn prepare(plan: &Plan) -> Result<()> {
             Native::Codex => {
                 capture::transcripts::codex_rollout(id).map(|p| p.to_string_lossy().into_owned())
             }
+            // Known once the agent wrote it (a hook, or the look at exit).
+            Native::Gemini | Native::OpenCode => {
+                capture::transcripts::transcript_of(native, &plan.worktree, id)
+                    .map(|p| p.to_string_lossy().into_owned())
+            }
         },
         started_at: crate::atsf::now_timestamp(),
         exported: false,

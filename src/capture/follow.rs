@@ -185,8 +185,7 @@ pub fn run(native: Native, cwd: &Path, session: &str) -> Result<Followed> {
         let len = record
             .transcript
             .as_deref()
-            .and_then(|t| std::fs::metadata(t).ok())
-            .map(|m| m.len());
+            .and_then(|t| super::transcripts::progress(native, Path::new(t), session));
         if len.is_some() && len != seen {
             if !behind(&thread, &record) {
                 // Captured already (by the hook that started this follower,
@@ -231,11 +230,6 @@ fn session_of(project: &Project, session: &str) -> Option<(Thread, super::Sessio
 /// The session's transcript where the agent keeps it, once it exists (a
 /// hook may come before the agent wrote anything).
 fn find_transcript(native: Native, project: &Project, session: &str) -> Option<String> {
-    let found = match native {
-        Native::Claude => super::transcripts::claude_transcript(&project.cwd, session),
-        Native::Codex => super::transcripts::codex_rollout(session),
-    };
-    found
-        .filter(|p| p.is_file())
+    super::transcripts::transcript_of(native, &project.cwd, session)
         .map(|p| p.to_string_lossy().into_owned())
 }

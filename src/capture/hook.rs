@@ -1,18 +1,21 @@
-//! `grove capture claude|codex`: what one hook call does.
+//! `grove capture claude|codex|gemini|opencode`: what one hook call does.
 //!
 //! The agent runs the hook with a JSON object on stdin; the fields grove
-//! reads are the same for Claude Code and Codex: `session_id`,
-//! `transcript_path` (Codex may give `null`), `cwd`, `hook_event_name`.
-//! The thread is the one the session was already captured into (this
-//! machine's [`super::ledger`]); for a new session, with Claude Code the
-//! one grove launched the agent for (`GROVE_THREAD` in the agent's
-//! environment), else the one named when the hook was installed
-//! (`--thread`); with Codex the task whose worktree the session runs in
-//! (the worktree's claim, recorded by `grove capture install` and `grove
+//! reads are the same for every agent: `session_id`, `transcript_path`
+//! (Codex may give `null`; OpenCode's plugin gives none: its sessions are in
+//! its database), `cwd`, `hook_event_name`. The thread is the one the
+//! session was already captured into (this machine's [`super::ledger`]);
+//! for a new session, with Claude Code and Gemini CLI the one grove
+//! launched the agent for (`GROVE_THREAD` in the agent's environment), else
+//! the one named when the hook was installed (`--thread`); with OpenCode
+//! the one grove launched it for, else the task whose worktree the session
+//! runs in; with Codex the task whose worktree the session runs in (the
+//! worktree's claim, recorded by `grove capture install` and `grove
 //! launch`). Codex's hook names no thread (one command for every task, so
 //! the user trusts it once), and its environment is no guide: the TUI runs
 //! sessions in an app-server daemon that outlives it and keeps the
-//! environment of whichever task started it.
+//! environment of whichever task started it. OpenCode's plugin is one file
+//! for every task too.
 //!
 //! Whatever happens is logged to the thread's `logs/capture.log` (or
 //! grove's own `logs/capture.log` when no thread is found); the command
@@ -46,6 +49,10 @@ pub struct HookInput {
     pub cwd: Option<String>,
     #[serde(default)]
     pub hook_event_name: Option<String>,
+    /// When the event happened (Gemini CLI's hooks and grove's OpenCode
+    /// plugin say): its hook may run after a later event's.
+    #[serde(default)]
+    pub timestamp: Option<String>,
 }
 
 impl HookInput {
@@ -91,6 +98,8 @@ pub struct Request {
 pub struct Handled {
     pub thread: Thread,
     pub event: String,
+    /// The session captured (an OpenCode subagent's event: its parent's).
+    pub session: Option<String>,
     pub added: u64,
     /// The state it set, when it changed.
     pub state: Option<AgentState>,
@@ -109,7 +118,7 @@ pub fn handle(req: &Request) -> Result<Handled> {
         .unwrap_or_else(|| req.cwd.clone());
     let project = Project::discover(&cwd)?;
     let store = project.store();
-    let session_id = req.input.session_id.clone();
+    let (session_id, own) = session_of(req);
     let thread = target(&store, &project, session_id.as_deref(), req)?;
     let event = req
         .input
@@ -125,12 +134,7 @@ pub fn handle(req: &Request) -> Result<Handled> {
             .clone()
             .filter(|p| !p.is_empty())
             .or_else(|| {
-                let found = match req.native {
-                    Native::Claude => super::transcripts::claude_transcript(&project.root, id),
-                    Native::Codex => super::transcripts::codex_rollout(id),
-                };
-                found
-                    .filter(|p| p.is_file())
+                super::transcripts::transcript_of(req.native, &project.root, id)
                     .map(|p| p.to_string_lossy().into_owned())
             });
         let record = SessionRecord {
@@ -153,15 +157,16 @@ pub fn handle(req: &Request) -> Result<Handled> {
     }
     let mut turned = None;
     let runner = req.runner.filter(|_| req.native == Native::Codex);
-    if let Some(new) = AgentState::after(&event) {
+    // A subagent's events say nothing of the task's agent.
+    if let Some(new) = AgentState::after(&event).filter(|_| own) {
         thread.update_meta(|meta| {
-            if let Some(before) = state::set(
-                meta,
-                new,
-                &event,
-                Some(req.native.agent_id()),
-                session_id.as_deref(),
-            ) {
+            let agent = Some(req.native.agent_id());
+            let session = session_id.as_deref();
+            let changed = match &req.input.timestamp {
+                Some(at) => state::set_at(meta, new, &event, agent, session, at),
+                None => state::set(meta, new, &event, agent, session),
+            };
+            if let Some(before) = changed {
                 turned = Some((before, new));
             }
             if let (Some(runner), Some(session)) = (runner, session_id.as_deref()) {
@@ -181,11 +186,30 @@ pub fn handle(req: &Request) -> Result<Handled> {
     Ok(Handled {
         thread,
         event,
+        session: session_id,
         added,
         state: turned.map(|(_, s)| s),
         notified,
         problems,
     })
+}
+
+/// The session a hook call captures, and whether it is the one its event
+/// is about: an OpenCode subagent's session is captured with its parent's
+/// (the top of its parents, in OpenCode's database).
+fn session_of(req: &Request) -> (Option<String>, bool) {
+    let id = req.input.session_id.clone();
+    if req.native != Native::OpenCode {
+        return (id, true);
+    }
+    let root = id.as_deref().and_then(|id| {
+        let db = super::transcripts::opencode_db()?;
+        crate::import::opencode::root_session(&db, id).ok()?
+    });
+    match (id, root) {
+        (Some(id), Some(root)) if root != id => (Some(root), false),
+        (id, _) => (id, true),
+    }
 }
 
 /// The thread a hook call is for.
@@ -208,13 +232,14 @@ fn target(
         }
     }
     let named: Vec<&String> = match req.native {
-        Native::Claude => [&req.env_thread, &req.thread]
+        Native::Claude | Native::Gemini => [&req.env_thread, &req.thread]
             .into_iter()
             .flatten()
             .collect(),
+        Native::OpenCode => req.env_thread.iter().collect(),
         Native::Codex => Vec::new(),
     };
-    let claimed = (req.native == Native::Codex)
+    let claimed = matches!(req.native, Native::Codex | Native::OpenCode)
         .then(|| super::ledger::claimant(&project.main_root, &project.root, req.native.agent_id()))
         .flatten()
         .map(|c| c.thread);
@@ -226,18 +251,20 @@ fn target(
         }
     }
     Err(Error::Other(match req.native {
-        Native::Claude => format!(
+        Native::Claude | Native::Gemini => format!(
             "no thread in {} to capture into: the hook names none ({}), and no thread there has session {}; \
              `grove capture install THREAD` sets it",
             store.agent_dir().display(),
             req.thread.as_deref().unwrap_or("no --thread"),
             session.unwrap_or("(none)")
         ),
-        Native::Codex => format!(
-            "no thread to capture Codex session {} into: {} is no task's worktree whose Codex \
+        Native::Codex | Native::OpenCode => format!(
+            "no thread to capture {} session {} into: {} is no task's worktree whose {} \
              sessions grove captures (`grove capture install` there, or `grove launch`, makes it one)",
+            req.native.agent_id(),
             session.unwrap_or("(none)"),
-            project.root.display()
+            project.root.display(),
+            req.native.agent_id()
         ),
     }))
 }

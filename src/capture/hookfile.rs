@@ -1,6 +1,7 @@
 //! grove's hooks in the text of an agent's hooks file (Claude Code's
-//! `settings.local.json`, Codex's `hooks.json`: both `{"hooks": {"<Event>":
-//! [{"matcher"?, "hooks": [{"type": "command", "command", "timeout"}]}]}}`).
+//! `settings.local.json`, Codex's `hooks.json`, Gemini CLI's
+//! `settings.json`: all `{"hooks": {"<Event>": [{"matcher"?, "hooks":
+//! [{"type": "command", "command", "timeout"}]}]}}`).
 //!
 //! [`add`] appends one group per event, running grove, and says which
 //! containers it created; [`strip`] takes grove's groups out again, and a
@@ -62,6 +63,20 @@ pub fn events(native: Native) -> &'static [&'static str] {
             // `codex exec` ends with it (Codex 0.169): the session is over.
             "SessionEnd",
         ],
+        // Gemini CLI 0.61 waits for each hook: not those it runs at every
+        // model call or streamed chunk (`BeforeModel`, `AfterModel`,
+        // `PreCompress`), which would slow every turn.
+        Native::Gemini => &[
+            "SessionStart",
+            "BeforeAgent",
+            "BeforeTool",
+            "AfterTool",
+            "AfterAgent",
+            "Notification",
+            "SessionEnd",
+        ],
+        // The events grove's plugin passes on (see `super::opencode`).
+        Native::OpenCode => super::opencode::EVENTS,
     }
 }
 
@@ -72,9 +87,15 @@ pub fn events(native: Native) -> &'static [&'static str] {
 pub fn timeout(native: Native, event: &str) -> u64 {
     match (native, event) {
         (Native::Codex, "SessionEnd") => 3,
+        // Gemini counts in milliseconds.
+        (Native::Gemini, _) => super::install::HOOK_TIMEOUT_SECS * 1000,
         _ => super::install::HOOK_TIMEOUT_SECS,
     }
 }
+
+/// The name Gemini CLI shows for grove's hook (in its warning about a
+/// project's hooks, and in `/hooks`).
+pub const GEMINI_HOOK_NAME: &str = "grove-capture";
 
 /// Events whose hooks take a tool-name matcher.
 fn takes_matcher(native: Native, event: &str) -> bool {
@@ -201,11 +222,16 @@ fn group(native: Native, event: &str, command: &str) -> Out {
     if takes_matcher(native, event) {
         group.push(("matcher".to_string(), Out::Str("*".into())));
     }
-    let hook = Out::Object(vec![
+    let mut hook = Vec::new();
+    if native == Native::Gemini {
+        hook.push(("name".into(), Out::Str(GEMINI_HOOK_NAME.into())));
+    }
+    hook.extend([
         ("type".into(), Out::Str("command".into())),
         ("command".into(), Out::Str(command.into())),
         ("timeout".into(), Out::Int(timeout(native, event))),
     ]);
+    let hook = Out::Object(hook);
     group.push(("hooks".into(), Out::Array(vec![hook])));
     Out::Object(group)
 }

@@ -75,7 +75,7 @@ pub struct Installed {
 }
 
 impl Installed {
-    fn new(native: Native, file: PathBuf) -> Installed {
+    pub(super) fn new(native: Native, file: PathBuf) -> Installed {
         Installed {
             agent: native.agent_id(),
             file,
@@ -87,7 +87,7 @@ impl Installed {
     }
 
     /// Every event skipped, for `reason`.
-    fn refused(mut self, native: Native, reason: &str) -> Installed {
+    pub(super) fn refused(mut self, native: Native, reason: &str) -> Installed {
         self.installed.clear();
         self.skipped = hookfile::events(native)
             .iter()
@@ -154,7 +154,7 @@ pub struct Removed {
 }
 
 impl Removed {
-    fn new(native: Native, file: PathBuf) -> Removed {
+    pub(super) fn new(native: Native, file: PathBuf) -> Removed {
         Removed {
             agent: native.agent_id(),
             file,
@@ -181,15 +181,21 @@ impl Removed {
 }
 
 /// The command a hook runs: grove itself by its absolute path, quoted for
-/// the shell the agent runs hooks with. Claude Code's names the thread (its
-/// settings file is the worktree's own); Codex's names none: it is one
-/// command for every task of the repository, which the user trusts in Codex
-/// once, and the hook finds the thread from the session and its worktree.
+/// the shell the agent runs hooks with. Claude Code's and Gemini CLI's name
+/// the thread (their settings file is the worktree's own); Codex's names
+/// none: it is one command for every task of the repository, which the user
+/// trusts in Codex once, and the hook finds the thread from the session and
+/// its worktree. OpenCode's plugin runs `grove capture opencode` itself
+/// (without a shell), one plugin for every task.
 pub fn hook_command(grove: &Path, native: Native, thread: &str) -> String {
     let grove = shell_quote(&grove.to_string_lossy());
     match native {
-        Native::Claude => format!("{grove} capture claude --thread {}", shell_quote(thread)),
-        Native::Codex => format!("{grove} capture codex"),
+        Native::Claude | Native::Gemini => format!(
+            "{grove} capture {} --thread {}",
+            native.format(),
+            shell_quote(thread)
+        ),
+        Native::Codex | Native::OpenCode => format!("{grove} capture {}", native.format()),
     }
 }
 
@@ -211,8 +217,9 @@ fn shell_quote(s: &str) -> String {
 pub fn install(native: Native, worktree: &Path, thread: &str, grove: &Path) -> Result<Installed> {
     let command = hook_command(grove, native, thread);
     match native {
-        Native::Claude => install_files(native, worktree, &command),
+        Native::Claude | Native::Gemini => install_files(native, worktree, &command),
         Native::Codex => install_codex(worktree, thread, &command),
+        Native::OpenCode => super::opencode::install(worktree, thread, grove),
     }
 }
 
@@ -519,8 +526,9 @@ fn changing(file: &Path) -> Error {
 /// other task's worktree is claimed; until then only `thread`'s claim goes.
 pub fn uninstall(native: Native, worktree: &Path, thread: &str) -> Result<Removed> {
     match native {
-        Native::Claude => uninstall_files(native, worktree),
+        Native::Claude | Native::Gemini => uninstall_files(native, worktree),
         Native::Codex => uninstall_codex(worktree, thread),
+        Native::OpenCode => super::opencode::uninstall(worktree, thread),
     }
 }
 
@@ -660,8 +668,9 @@ fn removed_events(native: Native, before: &str, after: &str) -> Vec<String> {
 /// main worktree).
 pub fn installed(native: Native, worktree: &Path) -> bool {
     let root = match native {
-        Native::Claude => worktree.to_path_buf(),
+        Native::Claude | Native::Gemini => worktree.to_path_buf(),
         Native::Codex => main_root(worktree).unwrap_or_else(|_| worktree.to_path_buf()),
+        Native::OpenCode => return super::opencode::installed(worktree),
     };
     let dir = root.join(native_dir(native));
     let in_json = crate::fsutil::read(&dir.join(json_name(native)))
@@ -673,10 +682,14 @@ pub fn installed(native: Native, worktree: &Path) -> bool {
             .is_ok_and(|t| t.starts_with(TOML_MARK.as_bytes()))
 }
 
+/// The directory of the agent's hooks file (OpenCode's plugin is named in
+/// the worktree's own config: [`super::opencode`]).
 fn native_dir(native: Native) -> &'static str {
     match native {
         Native::Claude => ".claude",
         Native::Codex => ".codex",
+        Native::Gemini => ".gemini",
+        Native::OpenCode => ".",
     }
 }
 
@@ -684,6 +697,8 @@ fn json_name(native: Native) -> &'static str {
     match native {
         Native::Claude => "settings.local.json",
         Native::Codex => "hooks.json",
+        Native::Gemini => "settings.json",
+        Native::OpenCode => "opencode.json",
     }
 }
 
@@ -693,7 +708,7 @@ fn parent(file: &Path) -> &Path {
 
 /// Why grove will not touch `file`: it, or a directory on its way from the
 /// worktree, is a symbolic link (grove would write wherever it points).
-fn link_refusal(worktree: &Path, file: &Path) -> Option<String> {
+pub(super) fn link_refusal(worktree: &Path, file: &Path) -> Option<String> {
     let link = crate::fsutil::check_no_links_below(worktree, file).err()?;
     Some(match link {
         Error::Symlink { path, .. } => format!(
@@ -1021,7 +1036,7 @@ fn unhide(
 }
 
 /// Whether the repository of `worktree` tracks `file`.
-fn tracked(worktree: &Path, file: &Path) -> bool {
+pub(super) fn tracked(worktree: &Path, file: &Path) -> bool {
     let Ok(repo) = git2::Repository::open(worktree) else {
         return false;
     };

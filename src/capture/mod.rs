@@ -26,6 +26,7 @@ mod hookfile;
 pub mod install;
 mod jsontext;
 pub mod ledger;
+pub mod opencode;
 pub mod state;
 pub mod sync;
 pub mod transcripts;
@@ -176,9 +177,15 @@ pub fn clear_opening(meta: &mut ThreadMeta) {
     }
 }
 
-/// Whether `m` is the agent's copy of the opening prompt `text`.
+/// Whether `m` is the agent's copy of the opening prompt `text`
+/// (`opencode run` 1.18 stores the prompt it was given in double quotes).
 pub fn is_opening(m: &Message, text: &str) -> bool {
-    m.role == Role::User && normalize(&m.text()) == normalize(text)
+    let copy = normalize(&m.text());
+    let unquoted = copy
+        .strip_prefix('"')
+        .and_then(|c| c.strip_suffix('"'))
+        .unwrap_or(&copy);
+    m.role == Role::User && (copy == normalize(text) || unquoted == normalize(text))
 }
 
 fn normalize(s: &str) -> String {

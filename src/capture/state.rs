@@ -49,13 +49,23 @@ impl AgentState {
         .find(|st| st.as_str() == s)
     }
 
-    /// The state a hook event of Claude Code or Codex leaves the agent in.
+    /// The state a hook event leaves the agent in: Claude Code's and
+    /// Codex's, Gemini CLI's (`BeforeAgent`, `AfterAgent`, …), and the
+    /// OpenCode events grove's plugin passes on (`session.idle`,
+    /// `session.status.busy`, …).
     pub fn after(event: &str) -> Option<AgentState> {
         Some(match event {
-            "SessionStart" => AgentState::Idle,
+            "SessionStart" | "session.created" => AgentState::Idle,
             "UserPromptSubmit" | "PreToolUse" | "PostToolUse" | "PostToolUseFailure"
             | "SubagentStop" | "PreCompact" | "PostCompact" => AgentState::Working,
-            "Stop" | "Notification" | "PermissionRequest" => AgentState::Waiting,
+            "BeforeAgent" | "BeforeTool" | "AfterTool" | "PreCompress" => AgentState::Working,
+            "session.status.busy" | "session.status.retry" | "tool.execute.after" => {
+                AgentState::Working
+            }
+            "Stop" | "Notification" | "PermissionRequest" | "AfterAgent" => AgentState::Waiting,
+            "session.idle" | "session.status.idle" | "session.error" | "permission.asked" => {
+                AgentState::Waiting
+            }
             "SessionEnd" => AgentState::Exited,
             _ => return None,
         })
@@ -180,6 +190,35 @@ pub fn runs_in(meta: &mut ThreadMeta, session: &str, runner: u32) -> bool {
     record.host = Some(here);
     write(meta, &record);
     true
+}
+
+/// [`set`], for an event the agent says happened at `at`: hooks run in
+/// parallel and may end out of order, so an event older than the one that
+/// set the recorded state changes nothing; the state's `since` is the
+/// event's own time.
+pub fn set_at(
+    meta: &mut ThreadMeta,
+    state: AgentState,
+    event: &str,
+    agent: Option<&str>,
+    session: Option<&str>,
+    at: &str,
+) -> Option<Option<AgentState>> {
+    let Ok(when) = at.parse::<jiff::Timestamp>() else {
+        return set(meta, state, event, agent, session);
+    };
+    let newer = recorded(meta)
+        .and_then(|b| b.since.parse::<jiff::Timestamp>().ok())
+        .is_some_and(|since| since > when);
+    if newer {
+        return None;
+    }
+    let changed = set(meta, state, event, agent, session)?;
+    if let Some(mut record) = recorded(meta) {
+        record.since = crate::atsf::normalize_timestamp(at).unwrap_or(record.since);
+        write(meta, &record);
+    }
+    Some(changed)
 }
 
 /// Records that grove launched the agent as process `pid`.

@@ -98,7 +98,7 @@ pub fn session(
     });
     // Measured before the import: what the agent appends while it runs may
     // or may not be read, and must not count as seen.
-    let before = std::fs::metadata(&transcript).map_or(0, |m| m.len());
+    let before = transcripts::progress(native, &transcript, &session.session_id).unwrap_or(0);
     let summary = import::run(format, &sources, &destination)?;
     note_seen(thread, &session.session_id, before)?;
     if native == Native::Codex {
@@ -140,23 +140,25 @@ fn settle_turn(thread: &Thread, session: &str, rollout: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The files of a session: its transcript, and Claude Code's subagent
-/// transcripts beside it (`<session>/subagents/`).
+/// The files of a session: its transcript, and its subagents' beside it —
+/// Claude Code's `<session>/subagents/`, Gemini's `<session>/` in its
+/// `chats/`.
 fn sources(native: Native, transcript: &Path, session: &str) -> Vec<PathBuf> {
     let mut out = vec![transcript.to_path_buf()];
-    if native == Native::Claude
-        && let Some(dir) = transcript.parent()
-    {
-        let sub = dir.join(session).join("subagents");
-        if std::fs::read_dir(&sub).is_ok_and(|mut d| d.next().is_some()) {
-            out.push(sub);
-        }
+    let sub = match (native, transcript.parent()) {
+        (Native::Claude, Some(dir)) => dir.join(session).join("subagents"),
+        (Native::Gemini, Some(dir)) => dir.join(session),
+        _ => return out,
+    };
+    if std::fs::read_dir(&sub).is_ok_and(|mut d| d.next().is_some()) {
+        out.push(sub);
     }
     out
 }
 
-/// Records `len` bytes of the transcript as seen, so `list`, `show` and
-/// the follow-up know whether there is anything to catch up.
+/// Records the transcript as seen as far as `len` (its length; OpenCode's
+/// progress), so `list`, `show` and the follow-up know whether there is
+/// anything to catch up.
 fn note_seen(thread: &Thread, session: &str, len: u64) -> Result<()> {
     let meta = thread.meta()?;
     let seen = meta
@@ -180,7 +182,11 @@ pub fn behind(meta: &crate::atsf::ThreadMeta, session: &SessionRecord) -> bool {
     let Some(transcript) = &session.transcript else {
         return false;
     };
-    let Ok(len) = std::fs::metadata(transcript).map(|m| m.len()) else {
+    let Some(native) = Native::from_name(&session.agent) else {
+        return false;
+    };
+    let Some(len) = transcripts::progress(native, Path::new(transcript), &session.session_id)
+    else {
         return false;
     };
     let seen = meta

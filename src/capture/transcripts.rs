@@ -1,6 +1,6 @@
-//! Where Claude Code and Codex keep their sessions, to find a session the
-//! hooks did not announce (an untrusted Codex project, a hook that could
-//! not run) and to write a native session for `grove resume`.
+//! Where the agents keep their sessions, to find a session the hooks did
+//! not announce (an untrusted Codex project, a hook that could not run) and
+//! to write a native session for `grove resume`.
 //!
 //! - Claude Code: `$CLAUDE_CONFIG_DIR` or `~/.claude`, then
 //!   `projects/<the cwd with every character but ASCII letters and digits
@@ -8,6 +8,13 @@
 //! - Codex: `$CODEX_HOME` or `~/.codex`, then
 //!   `sessions/YYYY/MM/DD/rollout-<local time>-<session id>.jsonl`, whose
 //!   first line (`session_meta`) names the session's `cwd`.
+//! - Gemini CLI: `$GEMINI_CLI_HOME/.gemini` or `~/.gemini`, then
+//!   `tmp/<project>/chats/session-<local time>-<first 8 of the id>.jsonl`,
+//!   the project's folder named by the `.project_root` Gemini writes in it;
+//!   a subagent's chat in `chats/<parent session>/`.
+//! - OpenCode: one SQLite database for every session,
+//!   `$XDG_DATA_HOME/opencode/opencode.db` (or `~/.local/share/…`,
+//!   `OPENCODE_DB`), whose `session` rows name their `directory`.
 
 use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
@@ -29,6 +36,147 @@ fn env_dir(var: &str) -> Option<PathBuf> {
     std::env::var_os(var)
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
+}
+
+/// Gemini CLI's directory: `$GEMINI_CLI_HOME/.gemini`, else `~/.gemini`.
+pub fn gemini_home() -> Option<PathBuf> {
+    env_dir("GEMINI_CLI_HOME")
+        .or_else(dirs::home_dir)
+        .map(|h| h.join(".gemini"))
+}
+
+/// Gemini's folders of the projects `roots` (`tmp/<project>/`): those whose
+/// `.project_root` names one of them.
+pub fn gemini_project_dirs(roots: &[PathBuf]) -> Vec<PathBuf> {
+    let Some(tmp) = gemini_home().map(|h| h.join("tmp")) else {
+        return Vec::new();
+    };
+    std::fs::read_dir(&tmp)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|dir| {
+            std::fs::read_to_string(dir.join(".project_root"))
+                .is_ok_and(|r| roots.iter().any(|root| same_dir(Path::new(r.trim()), root)))
+        })
+        .collect()
+}
+
+/// The session id a Gemini chat's first line names.
+pub fn gemini_session_of(path: &Path) -> Option<String> {
+    let file = std::fs::File::open(path).ok()?;
+    let mut line = String::new();
+    std::io::BufReader::new(file)
+        .take(1 << 20)
+        .read_line(&mut line)
+        .ok()?;
+    let v: serde_json::Value = serde_json::from_str(line.trim_end()).ok()?;
+    Some(v.get("sessionId")?.as_str()?.to_string())
+}
+
+/// Gemini's chats of the project `cwd` (not its subagents'), changed since
+/// `since` when given, one per session: the longest of a session's files (a
+/// resume in a later minute leaves a second one holding its context only).
+fn gemini_chats(cwd: &Path, since: Option<SystemTime>) -> Vec<(SystemTime, Found)> {
+    let mut best: std::collections::HashMap<String, (u64, SystemTime, PathBuf)> =
+        Default::default();
+    for dir in gemini_project_dirs(&[cwd.to_path_buf()]) {
+        for entry in std::fs::read_dir(dir.join("chats"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let path = entry.path();
+            let named = path.file_name().is_some_and(|n| {
+                let n = n.to_string_lossy();
+                n.starts_with("session-") && n.ends_with(".jsonl")
+            });
+            let Ok(meta) = std::fs::metadata(&path) else {
+                continue;
+            };
+            let time = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+            if !named || !meta.is_file() || since.is_some_and(|s| time < s) {
+                continue;
+            }
+            let Some(id) = gemini_session_of(&path) else {
+                continue;
+            };
+            if best.get(&id).is_none_or(|(len, _, _)| meta.len() > *len) {
+                best.insert(id, (meta.len(), time, path));
+            }
+        }
+    }
+    best.into_iter()
+        .map(|(id, (_, time, path))| {
+            (
+                time,
+                Found {
+                    session_id: id,
+                    transcript: path,
+                },
+            )
+        })
+        .collect()
+}
+
+/// The chat of Gemini session `session` run in `cwd`.
+pub fn gemini_transcript(cwd: &Path, session: &str) -> Option<PathBuf> {
+    gemini_chats(cwd, None)
+        .into_iter()
+        .find(|(_, f)| f.session_id == session)
+        .map(|(_, f)| f.transcript)
+}
+
+/// OpenCode's database on this machine.
+pub fn opencode_db() -> Option<PathBuf> {
+    crate::import::opencode::database()
+}
+
+/// Where the transcript of session `session` of `native` run in `cwd` is,
+/// once the agent wrote one (a hook may come first).
+pub fn transcript_of(native: Native, cwd: &Path, session: &str) -> Option<PathBuf> {
+    let found = match native {
+        Native::Claude => claude_transcript(cwd, session),
+        Native::Codex => codex_rollout(session),
+        Native::Gemini => gemini_transcript(cwd, session),
+        Native::OpenCode => opencode_db(),
+    };
+    found.filter(|p| p.is_file())
+}
+
+/// How far the transcript of session `session` goes: its length, and for
+/// OpenCode (one database for every session) a number that changes
+/// whenever that session does. `None` when there is nothing to read (yet).
+pub fn progress(native: Native, transcript: &Path, session: &str) -> Option<u64> {
+    match native {
+        Native::OpenCode => crate::import::opencode::session_progress(transcript, session).ok()?,
+        _ => std::fs::metadata(transcript).ok().map(|m| m.len()),
+    }
+}
+
+/// The OpenCode sessions run in `cwd` and changed since `since`.
+fn opencode_sessions(cwd: &Path, since: SystemTime) -> Vec<(SystemTime, Found)> {
+    let Some(db) = opencode_db().filter(|d| d.is_file()) else {
+        return Vec::new();
+    };
+    let ms = since
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let time = modified(&db);
+    crate::import::opencode::sessions_in(&db, cwd, ms)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|id| {
+            (
+                time,
+                Found {
+                    session_id: id,
+                    transcript: db.clone(),
+                },
+            )
+        })
+        .collect()
 }
 
 /// Claude Code's name for the project directory of sessions run in `cwd`.
@@ -196,6 +344,8 @@ pub fn sessions_since(native: Native, cwd: &Path, since: SystemTime) -> Vec<Foun
                 }
             }
         }
+        Native::Gemini => found = gemini_chats(cwd, Some(since)),
+        Native::OpenCode => found = opencode_sessions(cwd, since),
     }
     found.sort_by_key(|(t, _)| *t);
     found.into_iter().map(|(_, f)| f).collect()
@@ -275,6 +425,28 @@ pub fn created_since(native: Native, cwd: &Path, since: SystemTime) -> Created {
                         ));
                     }
                 }
+            }
+        }
+        Native::Gemini => {
+            let chats: Vec<PathBuf> = gemini_project_dirs(&[cwd.to_path_buf()])
+                .into_iter()
+                .map(|d| d.join("chats"))
+                .filter(|d| changed(d))
+                .collect();
+            if !chats.is_empty() {
+                created.listed = true;
+                found = gemini_chats(cwd, Some(since));
+            }
+        }
+        Native::OpenCode => {
+            // Its writes go to the write-ahead log first.
+            let touched = opencode_db().is_some_and(|db| {
+                let wal = PathBuf::from(format!("{}-wal", db.display()));
+                changed(&db) || changed(&wal)
+            });
+            if touched {
+                created.listed = true;
+                found = opencode_sessions(cwd, since);
             }
         }
     }

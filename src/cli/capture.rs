@@ -27,11 +27,21 @@ enum What {
     /// Run by Codex's hooks: reads the hook's JSON on stdin and captures the
     /// new turns. Prints nothing, always exits 0.
     Codex(HookArgs),
+    /// Run by Gemini CLI's hooks: reads the hook's JSON on stdin and
+    /// captures the new turns. Prints nothing (Gemini reads a hook's output
+    /// as JSON), always exits 0.
+    Gemini(HookArgs),
+    /// Run by grove's OpenCode plugin: reads the event's JSON on stdin and
+    /// captures the session's new turns from OpenCode's database. Prints
+    /// nothing, always exits 0.
+    Opencode(HookArgs),
     /// Install the agents' project hooks for a task: Claude Code's in its
     /// worktree (.claude/settings.local.json), Codex's in the repository's
-    /// main worktree (.codex/hooks.json, one command for every task). Says
-    /// which events got grove's hook and which did not, and why; exits 1
-    /// when none did, 4 when some did not.
+    /// main worktree (.codex/hooks.json, one command for every task), Gemini
+    /// CLI's in its worktree (.gemini/settings.json), and OpenCode's plugin,
+    /// named in its worktree's opencode.json. Says which events got grove's
+    /// hook and which did not, and why; exits 1 when none did, 4 when some
+    /// did not.
     Install(InstallArgs),
     /// Remove grove's hooks for a task (the user's stay; the file is as it
     /// was before the install). Codex's stay while another task's worktree
@@ -86,8 +96,9 @@ struct UninstallArgs {
     #[arg(add = super::complete::threads())]
     thread: Option<String>,
 
-    /// Which agent's hooks: claude-code, codex, or all (default: the
-    /// thread's agent, or all when it is neither).
+    /// Which agent's hooks: claude-code, codex, gemini, opencode, or all
+    /// (default: the thread's agent; Claude Code's and Codex's when it is
+    /// none of them).
     #[arg(long, value_name = "AGENT")]
     agent: Option<String>,
 
@@ -112,6 +123,8 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     match args.what {
         What::Claude(a) => Ok(run_hook(Native::Claude, a, cwd, out)),
         What::Codex(a) => Ok(run_hook(Native::Codex, a, cwd, out)),
+        What::Gemini(a) => Ok(run_hook(Native::Gemini, a, cwd, out)),
+        What::Opencode(a) => Ok(run_hook(Native::OpenCode, a, cwd, out)),
         What::Install(a) => install(a, cwd, out),
         What::Uninstall(a) => uninstall(a, cwd, out),
         What::Sync(a) => sync(a, cwd, out),
@@ -192,7 +205,7 @@ fn run_hook(native: Native, args: HookArgs, cwd: &Path, out: &Output) -> u8 {
                 Some(&h.thread),
                 &hook::describe(&h, input.session_id.as_deref()),
             );
-            if let Some(session) = input.session_id.as_deref()
+            if let Some(session) = h.session.as_deref()
                 && capture::follow::expects_more(&h.event)
             {
                 let started = std::env::current_exe()
@@ -284,10 +297,10 @@ fn install_target(
     let project = Project::discover(cwd)?;
     let (thread, worktree) = task_thread(&project, args.thread.as_deref(), out)?;
     let agents: Vec<Native> = match args.agent.as_deref() {
-        Some("all") => vec![Native::Claude, Native::Codex],
+        Some("all") => Native::ALL.to_vec(),
         Some(name) => vec![Native::from_name(name).ok_or_else(|| {
             super::UsageError(format!(
-                "--agent {name:?}: grove installs hooks for claude-code and codex (or all)"
+                "--agent {name:?}: grove installs hooks for claude-code, codex, gemini and opencode (or all)"
             ))
         })?],
         None => match Native::from_name(&thread.meta()?.agent.id) {
@@ -375,14 +388,26 @@ fn install(args: InstallArgs, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     for f in &files {
         out.line(&f.display().to_string())?;
     }
-    for r in reports
-        .iter()
-        .filter(|r| r.agent == Native::Codex.agent_id() && !r.installed.is_empty())
-    {
-        out.status(&codex_advice(r));
+    for r in reports.iter().filter(|r| !r.installed.is_empty()) {
+        match Native::from_name(r.agent) {
+            Some(Native::Codex) => out.status(&codex_advice(r)),
+            Some(Native::Gemini) => out.status(GEMINI_ADVICE),
+            Some(Native::OpenCode) => out.status(OPENCODE_ADVICE),
+            _ => {}
+        }
     }
     Ok(code)
 }
+
+/// What the user sees in Gemini CLI the first time its hooks run there.
+const GEMINI_ADVICE: &str = "grove: Gemini CLI runs a project's hooks in a folder you trust; the \
+     first time, it warns that the project's hooks (grove-capture) will be executed, and does not \
+     warn again for them";
+
+/// What the user sees in OpenCode the first time it loads grove's plugin.
+const OPENCODE_ADVICE: &str = "grove: OpenCode loads grove's plugin at its next start; with a \
+     plugin it first installs its plugin package (@opencode-ai/plugin) into its config directory \
+     once, from npm";
 
 /// What the user does in Codex, after grove installed its hooks, before
 /// they run.

@@ -12,26 +12,29 @@ use super::Output;
 /// Write a thread out for people: Markdown to paste into an issue, a single
 /// self-contained HTML page (images embedded, tool calls collapsible,
 /// thinking folded), or the raw ATSF message log (jsonl). Or for an agent:
-/// a Claude Code session or a Codex rollout (claude, codex), written into
-/// the agent's own directory so `claude --resume ID` / `codex resume ID`
-/// continue it (what `grove resume` does, without starting the agent).
+/// a Claude Code session, a Codex rollout, a Gemini CLI chat or an OpenCode
+/// session (claude, codex, gemini, opencode), written into the agent's own
+/// store so `claude --resume ID` / `codex resume ID` / `gemini --resume ID`
+/// / `opencode --session ID` continue it (what `grove resume` does, without
+/// starting the agent; OpenCode's through `opencode import`).
 #[derive(clap::Args)]
 pub struct Args {
     /// Thread id or a unique prefix of it.
     #[arg(add = super::complete::threads())]
     thread: String,
 
-    /// md, html, jsonl; claude or codex (the agent's session format).
+    /// md, html, jsonl; claude, codex, gemini or opencode (the agent's
+    /// session format).
     #[arg(long, short = 'f', value_enum)]
     format: FormatArg,
 
-    /// Write to FILE (replaced atomically) instead of stdout. For claude
-    /// and codex: instead of the agent's directory (`-` is stdout), and an
+    /// Write to FILE (replaced atomically) instead of stdout. For an
+    /// agent's format: instead of the agent's store (`-` is stdout), and an
     /// existing FILE is never replaced.
     #[arg(long, short = 'o', value_name = "FILE")]
     output: Option<PathBuf>,
 
-    /// With -o (or claude, codex): print {threadId, format, path, messages,
+    /// With -o (or an agent's format): print {threadId, format, path, messages,
     /// skipped} as JSON.
     #[arg(long)]
     json: bool,
@@ -50,12 +53,16 @@ enum FormatArg {
     Jsonl,
     Claude,
     Codex,
+    Gemini,
+    Opencode,
 }
 
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let native = match args.format {
         FormatArg::Claude => Some(Native::Claude),
         FormatArg::Codex => Some(Native::Codex),
+        FormatArg::Gemini => Some(Native::Gemini),
+        FormatArg::Opencode => Some(Native::OpenCode),
         _ => None,
     };
     if let Some(native) = native {
@@ -73,7 +80,11 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let format = match args.format {
         FormatArg::Md => Format::Markdown,
         FormatArg::Html => Format::Html,
-        FormatArg::Jsonl | FormatArg::Claude | FormatArg::Codex => Format::Jsonl,
+        FormatArg::Jsonl
+        | FormatArg::Claude
+        | FormatArg::Codex
+        | FormatArg::Gemini
+        | FormatArg::Opencode => Format::Jsonl,
     };
     let done = match &args.output {
         Some(path) => {
@@ -148,7 +159,7 @@ fn run_native(args: &Args, native: Native, cwd: &Path, out: &Output) -> anyhow::
     let session = resume::new_session_id(native);
     let (path, report) = match args.output.as_deref() {
         None => {
-            let written = resume::write_session(thread, native, &run_in)?;
+            let written = resume::write_session(thread, native, &run_in, None)?;
             (Some(written.path), written.report)
         }
         Some(p) if p == Path::new("-") => {

@@ -73,14 +73,28 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     })?;
     let resume_cmd = spec.resume.clone().unwrap_or_default();
     // Nothing is made or written for an agent that cannot start.
-    grove::agent::launch::program(resume_cmd.first().map_or("", String::as_str), &spec)?;
+    let program =
+        grove::agent::launch::program(resume_cmd.first().map_or("", String::as_str), &spec)?;
     let (thread, worktree) = place(&project, &found, &args, out)?;
     catch_up(&thread, &project.main_root, out);
-    let written = resume::write_session(&thread, native, &worktree)?;
-    report_written(out, &thread, native, &written);
+    let session = match resume::own_session(&thread, native, &project.main_root) {
+        Some(own) => {
+            out.status(&format!(
+                "grove: thread {} goes on in its own {} session {own}",
+                thread.id(),
+                native.agent_id()
+            ));
+            own
+        }
+        None => {
+            let written = resume::write_session(&thread, native, &worktree, Some(&program))?;
+            report_written(out, &thread, native, &written);
+            written.report.session_id
+        }
+    };
     let options = session::Options {
         prompt: args.prompt,
-        resume: Some(written.report.session_id.clone()),
+        resume: Some(session),
         capture: !args.launch.no_capture,
     };
     super::launch::start(out, &thread, &worktree, spec, &options)

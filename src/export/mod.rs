@@ -4,9 +4,11 @@
 
 pub mod claude;
 pub mod codex;
+pub mod gemini;
 mod html;
 mod markdown;
 pub mod native;
+pub mod opencode;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

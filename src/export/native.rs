@@ -1,4 +1,5 @@
-//! What the native writers (Claude Code sessions, Codex rollouts) share:
+//! What the native writers (Claude Code sessions, Codex rollouts, Gemini
+//! CLI chats, OpenCode exports) share:
 //! the thread's messages with the results that came later folded into their
 //! calls, images read back from `assets/`, tool inputs as JSON.
 //!
@@ -204,6 +205,14 @@ pub fn write(
         crate::agent::Native::Codex => {
             let setup = super::codex::CodexSetup::detect();
             super::codex::write(thread, session, cwd, &setup, out)
+        }
+        crate::agent::Native::Gemini => super::gemini::write(thread, session, cwd, out),
+        crate::agent::Native::OpenCode => {
+            // The version of the `opencode` that will import it.
+            let version = which::which("opencode")
+                .ok()
+                .and_then(|p| crate::agent::launch::version(&p));
+            super::opencode::write(thread, session, cwd, version.as_deref(), out)
         }
     }
 }

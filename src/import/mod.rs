@@ -429,6 +429,9 @@ fn import_source(
         .filter(|_| resumable == Resumable::Lines)
         .map(|v| v.resume.clone());
     let mark = summary.mark();
+    // Measured before it is read: what the agent writes meanwhile may not
+    // have been read, and must not count as taken.
+    let len_before = std::fs::metadata(source).map_or(0, |m| m.len());
     let mut attempt = attempt(format, source, destination, summary, from.as_ref());
     let mut tries = 1;
     let mut started = valid.filter(|_| from.is_some());
@@ -469,7 +472,7 @@ fn import_source(
     let resume = match (resume, resumable) {
         (Some(resume), _) => Some(resume),
         (None, Resumable::WholeFile) => Some(Resume {
-            offset: std::fs::metadata(source).map_or(0, |m| m.len()),
+            offset: len_before,
             ..Resume::default()
         }),
         (None, _) => None,
@@ -563,6 +566,56 @@ mod tests {
             }
             Ok(None)
         }
+    }
+
+    /// A format read whole whose source grows while it is read (an agent
+    /// writing its session meanwhile).
+    struct GrowsWhileRead;
+
+    impl Format for GrowsWhileRead {
+        fn name(&self) -> &'static str {
+            "grows"
+        }
+        fn about(&self) -> &'static str {
+            ""
+        }
+        fn layout(&self) -> &'static str {
+            ""
+        }
+        fn sources(&self, path: &Path) -> Result<Vec<PathBuf>> {
+            Ok(vec![path.to_path_buf()])
+        }
+        fn resumable(&self) -> Resumable {
+            Resumable::WholeFile
+        }
+        fn import(
+            &self,
+            source: &Path,
+            _from: Option<&Resume>,
+            out: &mut Output,
+        ) -> Result<Option<Resume>> {
+            let read = std::fs::read_to_string(source).unwrap();
+            out.summary().count("line").mapped += read.lines().count() as u64;
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(source)
+                .unwrap();
+            std::io::Write::write_all(&mut f, b"written meanwhile\n").unwrap();
+            Ok(None)
+        }
+    }
+
+    #[test]
+    fn what_a_source_read_whole_gained_while_it_was_read_is_read_next_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("session.json");
+        std::fs::write(&source, "first\n").unwrap();
+        let to = Destination::Root(dir.path().to_path_buf());
+        let first = run(&GrowsWhileRead, std::slice::from_ref(&source), &to).unwrap();
+        assert_eq!(first.records["line"].mapped, 1);
+        let second = run(&GrowsWhileRead, std::slice::from_ref(&source), &to).unwrap();
+        assert_eq!(second.sources[0].read, "whole", "{:?}", second.sources);
+        assert_eq!(second.records["line"].mapped, 2);
     }
 
     #[test]

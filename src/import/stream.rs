@@ -77,9 +77,22 @@ impl Stream {
         }
     }
 
-    /// The last message sent, while it is still held back (not written).
-    pub fn held_mut(&mut self) -> Option<&mut Message> {
-        self.queue.last_mut().map(|h| &mut h.message)
+    /// The last agent message sent, while it is still held back and only
+    /// `system` notices followed it (Codex writes an interrupted reply's
+    /// usage after its `turn_aborted`).
+    pub fn held_reply_mut(&mut self) -> Option<&mut Message> {
+        let at = self.reply_behind_notices()?;
+        Some(&mut self.queue[at].message)
+    }
+
+    /// Where in the queue the last agent message is, when only `system`
+    /// messages follow it.
+    fn reply_behind_notices(&self) -> Option<usize> {
+        let at = self
+            .queue
+            .iter()
+            .rposition(|h| h.message.role != Role::System)?;
+        (self.queue[at].message.role == Role::Agent).then_some(at)
     }
 
     /// Says whether the last message sent waits for its usage (Codex
@@ -128,14 +141,11 @@ impl Stream {
         if !self.live {
             return self.queue.len();
         }
-        let last = self.queue.len().saturating_sub(1);
-        let usage_due = self.awaiting_usage
-            && self
-                .queue
-                .last()
-                .is_some_and(|h| h.message.role == Role::Agent);
         let from = self.open_calls_from();
-        if usage_due { from.min(last) } else { from }
+        match self.awaiting_usage.then(|| self.reply_behind_notices()) {
+            Some(Some(reply)) => from.min(reply),
+            _ => from,
+        }
     }
 
     /// Where the queue's first reply with calls still open starts, unless
@@ -153,7 +163,16 @@ impl Stream {
     /// Writes the queue but its last message (records after it may still
     /// join it) and what may yet be deferred.
     fn flush(&mut self, out: &mut Output, all: bool) {
-        let keep = usize::from(!all);
+        // A reply whose usage is due stays held behind the notices after
+        // it, so the usage still reaches it.
+        let keep = match (
+            all,
+            self.awaiting_usage.then(|| self.reply_behind_notices()),
+        ) {
+            (true, _) => 0,
+            (false, Some(Some(reply))) => self.queue.len() - reply,
+            (false, _) => 1,
+        };
         let upto = self
             .deferred_from()
             .min(self.queue.len().saturating_sub(keep));

@@ -32,6 +32,9 @@ const SOURCE_TITLE_KEY: &str = "sourceTitle";
 /// `metadata.import` key: source records after the last message, kept until
 /// a message follows them.
 pub const WAITING_KEY: &str = "waiting";
+/// `metadata.capture.sessions[]` key: the id of the session's copy of the
+/// opening prompt, which the thread holds already (grove's copy).
+const OPENING_ID_KEY: &str = "openingId";
 
 /// A thread begun in an [`Output`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +92,10 @@ struct ExistingThread {
     /// thread; the session's copy of it is not added again.
     opening: Option<String>,
     opening_taken: bool,
+    /// The id of the session's copy of the opening prompt, once met: a
+    /// format read whole at each capture (Gemini's chats, OpenCode's
+    /// sessions) gives it again, and it is never added.
+    opening_id: Option<String>,
 }
 
 /// Where a thread keeps what the next import of one source needs: its
@@ -176,6 +183,16 @@ impl<'a> Output<'a> {
     /// The import's summary: counts per record kind, problems by `file:line`.
     pub fn summary(&mut self) -> &mut Summary {
         self.summary
+    }
+
+    /// The agent session a capture takes, when this import is one: a
+    /// source holding many sessions (OpenCode's database) gives only that
+    /// one and its subagents'.
+    pub fn captured_session(&self) -> Option<&str> {
+        match self.destination {
+            Destination::Capture(c) => Some(&c.session),
+            _ => None,
+        }
     }
 
     /// The source being imported.
@@ -320,7 +337,10 @@ impl<'a> Output<'a> {
             Ledger::Session(_) => crate::capture::opening_prompt(&stored),
             Ledger::Import => None,
         };
-        let known = match self.resume_at {
+        let met = ledger
+            .get(&stored, OPENING_ID_KEY)
+            .and_then(|v| v.as_str().map(str::to_string));
+        let mut known = match self.resume_at {
             Some(at) => {
                 if ledger_offset(&ledger, &stored) != Some(at) {
                     return Err(Error::Restart(format!(
@@ -343,6 +363,7 @@ impl<'a> Output<'a> {
             }
             None => LogIndex::read(&thread.messages_path())?,
         };
+        known.ids.extend(met);
         Ok(Slot::Existing(Box::new(ExistingThread {
             thread,
             meta,
@@ -355,6 +376,7 @@ impl<'a> Output<'a> {
             ledger,
             opening,
             opening_taken: false,
+            opening_id: None,
         })))
     }
 
@@ -602,6 +624,7 @@ impl ExistingThread {
             self.opening_taken = true;
             if crate::capture::is_opening(&m, opening) {
                 self.known.ids.insert(m.id.clone());
+                self.opening_id = Some(m.id.clone());
                 return;
             }
         }
@@ -650,6 +673,7 @@ impl ExistingThread {
             keep_title,
             ledger,
             opening_taken,
+            opening_id,
             ..
         } = *self;
         if keep_title {
@@ -679,6 +703,9 @@ impl ExistingThread {
             }
             if opening_taken {
                 crate::capture::clear_opening(meta);
+            }
+            if let Some(id) = &opening_id {
+                ledger.set(meta, OPENING_ID_KEY, Some(Value::from(id.clone())));
             }
         };
         let meta = if fresh.is_empty() {

@@ -783,6 +783,17 @@ fn codex_rollouts_import_tool_calls_reasoning_and_grow_incrementally() {
     let dir = sb.dir("p");
     let src = sb.path().join("codex");
     copy_tree(&fixtures().join("codex/sessions"), &src.join("sessions"));
+    // Sessions that ended long ago (a session written to in the last hour
+    // may still be running: its last reply would wait for its usage).
+    for day in std::fs::read_dir(src.join("sessions/2025/10/29")).unwrap() {
+        let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+        std::fs::File::options()
+            .write(true)
+            .open(day.unwrap().path())
+            .unwrap()
+            .set_modified(two_hours_ago)
+            .unwrap();
+    }
     let out = run(sb
         .grove(&dir)
         .args(["import", "codex", src.to_str().unwrap(), "--json"]));
@@ -1270,4 +1281,100 @@ fn gemini_and_opencode_without_a_path_read_the_agents_own_store_for_this_project
     // A format without a store of its own still wants a path.
     let err = fails_with(sb.grove(&repo).args(["import", "hq"]), 2);
     assert!(err.contains("give the path"), "{err}");
+}
+
+/// A Codex rollout whose second turn was interrupted: the reply, then
+/// `turn_aborted`, then the `token_count` of that reply; a later
+/// `token_count` whose running totals are all zero. The record shapes are
+/// Codex's (`event_msg` payloads as Codex 0.1xx writes them).
+const CODEX_ABORTED: &[&str] = &[
+    r#"{"timestamp":"2026-03-05T09:00:00.000Z","type":"session_meta","payload":{"id":"019cab00-0000-7000-8000-0000000000ab","timestamp":"2026-03-05T09:00:00.000Z","cwd":"/w","originator":"codex_cli_rs","cli_version":"0.125.0"}}"#,
+    r#"{"timestamp":"2026-03-05T09:00:01.000Z","type":"turn_context","payload":{"cwd":"/w","model":"gpt-5.5"}}"#,
+    r#"{"timestamp":"2026-03-05T09:00:02.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"First"}]}}"#,
+    r#"{"timestamp":"2026-03-05T09:00:03.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Reply A"}]}}"#,
+    r#"{"timestamp":"2026-03-05T09:00:04.000Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":100,"cached_input_tokens":40,"output_tokens":10,"reasoning_output_tokens":2,"total_tokens":110},"last_token_usage":{"input_tokens":100,"cached_input_tokens":40,"output_tokens":10,"reasoning_output_tokens":2,"total_tokens":110}}}}"#,
+    r#"{"timestamp":"2026-03-05T09:00:05.000Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t1","last_agent_message":"Reply A"}}"#,
+    r#"{"timestamp":"2026-03-05T09:00:06.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Second"}]}}"#,
+    r#"{"timestamp":"2026-03-05T09:00:07.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Reply B"}]}}"#,
+    r#"{"timestamp":"2026-03-05T09:00:08.000Z","type":"event_msg","payload":{"type":"turn_aborted","turn_id":"t2","reason":"interrupted"}}"#,
+    r#"{"timestamp":"2026-03-05T09:00:08.100Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":250,"cached_input_tokens":100,"output_tokens":30,"reasoning_output_tokens":5,"total_tokens":280},"last_token_usage":{"input_tokens":150,"cached_input_tokens":60,"output_tokens":20,"reasoning_output_tokens":3,"total_tokens":170}}}}"#,
+    r#"{"timestamp":"2026-03-05T09:00:09.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Third"}]}}"#,
+    r#"{"timestamp":"2026-03-05T09:00:10.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Reply C"}]}}"#,
+    r#"{"timestamp":"2026-03-05T09:00:11.000Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":0,"cached_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0,"total_tokens":0},"last_token_usage":{"input_tokens":0,"cached_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0,"total_tokens":0}}}}"#,
+    r#"{"timestamp":"2026-03-05T09:00:12.000Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t3","last_agent_message":"Reply C"}}"#,
+];
+
+/// The tokens of the message whose text is `text`.
+fn tokens_of(messages: &[serde_json::Value], text: &str) -> serde_json::Value {
+    messages
+        .iter()
+        .find(|m| m["content"].to_string().contains(text))
+        .unwrap_or_else(|| panic!("no message {text:?}: {messages:#?}"))["tokens"]
+        .clone()
+}
+
+/// Imports [`CODEX_ABORTED`] as `grove import codex` does — whole, or
+/// after each line as a live capture reads it — and checks where the
+/// tokens went.
+fn codex_aborted_turn_tokens(line_by_line: bool) {
+    let sb = Sandbox::new();
+    let dir = sb.dir("p");
+    let file = sb
+        .path()
+        .join("src/rollout-2026-03-05T09-00-00-019cab00-0000-7000-8000-0000000000ab.jsonl");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let upto: Vec<usize> = if line_by_line {
+        (1..=CODEX_ABORTED.len()).collect()
+    } else {
+        vec![CODEX_ABORTED.len()]
+    };
+    for n in upto {
+        std::fs::write(&file, CODEX_ABORTED[..n].join("\n") + "\n").unwrap();
+        import_as(&sb, &dir, "codex", &[file.to_str().unwrap()]);
+    }
+    let id = "codex-019cab00-0000-7000-8000-0000000000ab";
+    let m = messages(&sb, &dir, id);
+    let named = |input: u64, output: u64, cached: u64, reasoning: u64| {
+        serde_json::json!({"input": input, "output": output,
+            "cacheRead": cached, "reasoning": reasoning})
+    };
+    let pick = |t: serde_json::Value| {
+        serde_json::json!({"input": t["input"], "output": t["output"],
+            "cacheRead": t["cacheRead"], "reasoning": t["reasoning"]})
+    };
+    assert_eq!(pick(tokens_of(&m, "Reply A")), named(100, 10, 40, 2));
+    assert_eq!(
+        pick(tokens_of(&m, "Reply B")),
+        named(150, 20, 60, 3),
+        "the token_count after turn_aborted counts the reply before it"
+    );
+    assert!(
+        tokens_of(&m, "Turn aborted").is_null(),
+        "the notice counts no tokens"
+    );
+    assert!(
+        tokens_of(&m, "Reply C").is_null(),
+        "all-zero totals count nothing"
+    );
+    let meta = read_json(&dir.join(".agent/threads").join(id).join("thread.json"));
+    assert_eq!(
+        pick(meta["stats"]["tokens"].clone()),
+        named(250, 30, 100, 5),
+        "{meta:#}"
+    );
+    assert_eq!(
+        pick(meta["metadata"]["import"]["tokens"].clone()),
+        named(250, 30, 100, 5),
+        "the session's totals never go back: {meta:#}"
+    );
+}
+
+#[test]
+fn codex_tokens_after_an_aborted_turn_go_to_its_reply_and_totals_never_go_back() {
+    codex_aborted_turn_tokens(false);
+}
+
+#[test]
+fn codex_tokens_after_an_aborted_turn_read_line_by_line_go_to_its_reply() {
+    codex_aborted_turn_tokens(true);
 }

@@ -36,6 +36,7 @@ mod props;
 mod read;
 mod real_agents;
 mod real_sources;
+mod real_sources_live;
 mod real_tuis;
 mod relations;
 mod remove;

@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::support::*;
 
 /// `cmd` offline: proxies point nowhere, except for 127.0.0.1.
-fn offline(cmd: &mut Command) -> &mut Command {
+pub(super) fn offline(cmd: &mut Command) -> &mut Command {
     for var in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
         cmd.env(var, "http://127.0.0.1:9")
             .env(var.to_lowercase(), "http://127.0.0.1:9");
@@ -27,7 +27,7 @@ fn offline(cmd: &mut Command) -> &mut Command {
 }
 
 /// Runs `cmd`, which must succeed.
-fn succeeds(cmd: &mut Command) {
+pub(super) fn succeeds(cmd: &mut Command) {
     let out = cmd.output().expect("run");
     assert!(
         out.status.success(),
@@ -40,16 +40,16 @@ fn succeeds(cmd: &mut Command) {
 /// What a thread holds, per kind: prompts, replies, reasoning blocks, tool
 /// calls by status, and the tokens of its messages summed by name.
 #[derive(Debug, Default, PartialEq, Eq)]
-struct Counts {
-    prompts: usize,
-    replies: usize,
-    reasoning: usize,
-    calls: BTreeMap<String, usize>,
-    tokens: BTreeMap<String, u64>,
+pub(super) struct Counts {
+    pub prompts: usize,
+    pub replies: usize,
+    pub reasoning: usize,
+    pub calls: BTreeMap<String, usize>,
+    pub tokens: BTreeMap<String, u64>,
 }
 
 /// Counts the messages of every thread of `repo`.
-fn thread_counts(repo: &Path) -> (Counts, usize) {
+pub(super) fn thread_counts(repo: &Path) -> (Counts, usize) {
     let mut counts = Counts::default();
     let mut threads = 0;
     for dir in std::fs::read_dir(repo.join(".agent/threads")).unwrap() {
@@ -58,7 +58,15 @@ fn thread_counts(repo: &Path) -> (Counts, usize) {
             continue;
         }
         threads += 1;
-        for m in message_lines(&dir) {
+        count_thread(&dir, &mut counts);
+    }
+    (counts, threads)
+}
+
+/// Adds the messages of the thread in `dir` to `counts`.
+pub(super) fn count_thread(dir: &Path, counts: &mut Counts) {
+    {
+        for m in message_lines(dir) {
             match m["role"].as_str().unwrap() {
                 "user" => counts.prompts += 1,
                 "agent" => counts.replies += 1,
@@ -83,14 +91,13 @@ fn thread_counts(repo: &Path) -> (Counts, usize) {
             }
         }
     }
-    (counts, threads)
 }
 
 /// Every message record of the chats under `home`'s `.gemini/tmp` now, by
 /// session id (from each file's first line) and message id, the last
 /// version kept — added to `records`, which keeps what files since deleted
 /// held.
-fn gemini_records(home: &Path, records: &mut BTreeMap<(String, String), Value>) {
+pub(super) fn gemini_records(home: &Path, records: &mut BTreeMap<(String, String), Value>) {
     let mut stack = vec![home.join(".gemini/tmp")];
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).into_iter().flatten() {
@@ -115,6 +122,123 @@ fn gemini_records(home: &Path, records: &mut BTreeMap<(String, String), Value>) 
             }
         }
     }
+}
+
+/// Counts of what Gemini's chat `records` hold (by session and message id,
+/// each message's last version), read as Gemini reads them: a tool result
+/// written again as a user record is the call's, the `<session_context>` is
+/// no prompt. Returns the counts and how many sessions hold a message of
+/// their own.
+pub(super) fn gemini_counts(records: &BTreeMap<(String, String), Value>) -> (Counts, usize) {
+    let mut expected = Counts::default();
+    let mut sessions = std::collections::BTreeSet::new();
+    for ((session, _), r) in records {
+        if r["type"] == "user"
+            && r["content"]
+                .as_array()
+                .is_some_and(|p| p.iter().all(|p| p.get("functionResponse").is_some()))
+        {
+            continue;
+        }
+        sessions.insert(session.clone());
+        match r["type"].as_str().unwrap() {
+            "user" if !r.to_string().contains("<session_context>") => expected.prompts += 1,
+            "gemini" => expected.replies += 1,
+            _ => {}
+        }
+        expected.reasoning += r["thoughts"].as_array().map_or(0, Vec::len);
+        for c in r["toolCalls"].as_array().into_iter().flatten() {
+            let status = match c["status"].as_str().unwrap() {
+                "success" => "completed",
+                _ => "failed",
+            };
+            *expected.calls.entry(status.into()).or_default() += 1;
+        }
+        for (k, v) in r["tokens"].as_object().into_iter().flatten() {
+            if let Some(n) = v.as_u64() {
+                *expected.tokens.entry(k.clone()).or_default() += n;
+            }
+        }
+    }
+    (expected, sessions.len())
+}
+
+/// Every `.jsonl` under `dir`.
+pub(super) fn jsonl_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = vec![];
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                files.push(p);
+            }
+        }
+    }
+    files
+}
+
+/// What OpenCode's database `db` holds, read with SQL: every message and
+/// part (of the sessions `only` names, when given). Returns the counts and
+/// the number of sessions.
+pub(super) fn opencode_counts(db: &Path, only: Option<&[String]>) -> (Counts, usize) {
+    let db = rusqlite::Connection::open(db).unwrap();
+    let wanted = |session: &str| only.is_none_or(|o| o.iter().any(|s| s == session));
+    let mut expected = Counts::default();
+    let mut sessions = 0;
+    let mut stmt = db.prepare("SELECT id FROM session").unwrap();
+    for id in stmt.query_map([], |r| r.get::<_, String>(0)).unwrap() {
+        if wanted(&id.unwrap()) {
+            sessions += 1;
+        }
+    }
+    let mut stmt = db.prepare("SELECT session_id, data FROM message").unwrap();
+    let rows = stmt
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+        .unwrap();
+    for row in rows {
+        let (session, data) = row.unwrap();
+        if !wanted(&session) {
+            continue;
+        }
+        let m: Value = serde_json::from_str(&data).unwrap();
+        match m["role"].as_str().unwrap() {
+            "user" => expected.prompts += 1,
+            _ => expected.replies += 1,
+        }
+        for (k, v) in m["tokens"].as_object().into_iter().flatten() {
+            // grove keeps OpenCode's own token object as it is.
+            if let Some(n) = v.as_u64() {
+                *expected.tokens.entry(k.clone()).or_default() += n;
+            }
+        }
+    }
+    let mut stmt = db.prepare("SELECT session_id, data FROM part").unwrap();
+    let rows = stmt
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+        .unwrap();
+    for row in rows {
+        let (session, data) = row.unwrap();
+        if !wanted(&session) {
+            continue;
+        }
+        let p: Value = serde_json::from_str(&data).unwrap();
+        match p["type"].as_str().unwrap() {
+            "reasoning" => expected.reasoning += 1,
+            "tool" => {
+                let status = match p["state"]["status"].as_str().unwrap() {
+                    "completed" => "completed",
+                    "error" => "failed",
+                    other => panic!("a tool still {other} after the run ended"),
+                };
+                *expected.calls.entry(status.into()).or_default() += 1;
+            }
+            _ => {}
+        }
+    }
+    (expected, sessions)
 }
 
 #[test]
@@ -177,39 +301,7 @@ fn gemini_cli_as_it_really_writes_imports_whole() {
         gemini_records(&home, &mut records);
         import();
     }
-    // Read as Gemini reads them: a tool result written again as a user
-    // record is the call's, the `<session_context>` is no prompt.
-    let mut expected = Counts::default();
-    let mut sessions = std::collections::BTreeSet::new();
-    for ((session, _), r) in &records {
-        if r["type"] == "user"
-            && r["content"]
-                .as_array()
-                .is_some_and(|p| p.iter().all(|p| p.get("functionResponse").is_some()))
-        {
-            continue;
-        }
-        sessions.insert(session.clone());
-        match r["type"].as_str().unwrap() {
-            "user" if !r.to_string().contains("<session_context>") => expected.prompts += 1,
-            "gemini" => expected.replies += 1,
-            _ => {}
-        }
-        expected.reasoning += r["thoughts"].as_array().map_or(0, Vec::len);
-        for c in r["toolCalls"].as_array().into_iter().flatten() {
-            let status = match c["status"].as_str().unwrap() {
-                "success" => "completed",
-                _ => "failed",
-            };
-            *expected.calls.entry(status.into()).or_default() += 1;
-        }
-        for (k, v) in r["tokens"].as_object().into_iter().flatten() {
-            if let Some(n) = v.as_u64() {
-                *expected.tokens.entry(k.clone()).or_default() += n;
-            }
-        }
-    }
-    let sessions = sessions.len();
+    let (expected, sessions) = gemini_counts(&records);
     assert!(expected.calls["completed"] >= 4, "{expected:?}");
     assert!(expected.calls["failed"] >= 1, "{expected:?}");
 
@@ -273,46 +365,9 @@ fn opencode_as_it_really_writes_imports_whole() {
     run_opencode(&["Just answer"]);
 
     // OpenCode's own database, read here with SQL.
-    let db = rusqlite::Connection::open(data.join("opencode/opencode.db")).unwrap();
-    let mut expected = Counts::default();
-    let sessions: i64 = db
-        .query_row("SELECT count(*) FROM session", [], |r| r.get(0))
-        .unwrap();
-    let sessions = usize::try_from(sessions).unwrap();
-    let mut stmt = db.prepare("SELECT data FROM message").unwrap();
-    for data in stmt.query_map([], |r| r.get::<_, String>(0)).unwrap() {
-        let m: Value = serde_json::from_str(&data.unwrap()).unwrap();
-        match m["role"].as_str().unwrap() {
-            "user" => expected.prompts += 1,
-            _ => expected.replies += 1,
-        }
-        for (k, v) in m["tokens"].as_object().into_iter().flatten() {
-            // grove keeps OpenCode's own token object as it is.
-            let n = v.as_u64().unwrap_or(0);
-            if v.is_u64() {
-                *expected.tokens.entry(k.clone()).or_default() += n;
-            }
-        }
-    }
-    let mut stmt = db.prepare("SELECT data FROM part").unwrap();
-    for data in stmt.query_map([], |r| r.get::<_, String>(0)).unwrap() {
-        let p: Value = serde_json::from_str(&data.unwrap()).unwrap();
-        match p["type"].as_str().unwrap() {
-            "reasoning" => expected.reasoning += 1,
-            "tool" => {
-                let status = match p["state"]["status"].as_str().unwrap() {
-                    "completed" => "completed",
-                    "error" => "failed",
-                    other => panic!("a tool still {other} after opencode run ended"),
-                };
-                *expected.calls.entry(status.into()).or_default() += 1;
-            }
-            _ => {}
-        }
-    }
+    let (expected, sessions) = opencode_counts(&data.join("opencode/opencode.db"), None);
     assert!(expected.calls["completed"] >= 4, "{expected:?}");
     assert!(expected.calls["failed"] >= 1, "{expected:?}");
-    drop(stmt);
 
     let out = run(sb
         .grove(&repo)

@@ -472,7 +472,17 @@ pub struct ScriptedServer {
 
 impl ScriptedServer {
     pub fn start(script: &Path, cwd_for_paths: &Path) -> ScriptedServer {
-        let mut child = Command::new("python3")
+        Self::start_with(script, cwd_for_paths, None)
+    }
+
+    /// With `gate`: each model turn's request is written to
+    /// `<gate>/<n>.json` and answered once `<gate>/<n>.go` exists.
+    pub fn start_with(script: &Path, cwd_for_paths: &Path, gate: Option<&Path>) -> ScriptedServer {
+        let mut cmd = Command::new("python3");
+        if let Some(gate) = gate {
+            cmd.env("GATE_DIR", gate);
+        }
+        let mut child = cmd
             .arg(script)
             .arg("0")
             .env("FIXTURE_CWD", cwd_for_paths)

@@ -65,11 +65,23 @@ pub(super) struct Carried {
     /// state, whose messages carry all of `totals`.
     #[serde(default)]
     pub counted: Option<[u64; 5]>,
-    /// The rollout writes a `token_usage_record` after each response's
-    /// items (Codex 0.16x on): while it may still be written and the turn
-    /// goes on, a reply waits for its own.
+    /// What the session counted before its running totals started again
+    /// (lower than before): the thread's totals are this plus `totals`, so
+    /// they never go back.
     #[serde(default)]
-    pub gives_usage: bool,
+    pub counted_before: Option<[u64; 5]>,
+}
+
+impl Carried {
+    /// The thread's token totals: what the session counted before its
+    /// running totals started again, plus those totals.
+    pub fn thread_totals(&self) -> Option<[Option<u64>; 5]> {
+        let totals = usage_counts(self.totals.as_ref()?, CODEX_USAGE_KEYS);
+        let before = self.counted_before.unwrap_or([0; 5]);
+        Some(std::array::from_fn(|i| {
+            totals[i].map(|n| n.saturating_add(before[i]))
+        }))
+    }
 }
 
 /// Codex's usage keys, in the order of [`Tokens::COUNTS`].
@@ -100,8 +112,9 @@ pub(super) struct Reader {
     /// totals was counted before it. A live import leaves a tail of
     /// messages for the next one (a call's output, a reply's usage still
     /// to come), which reads that tail again: it must start from what was
-    /// counted before the tail, or the usage the tail carried is lost.
-    counted_before: Vec<[u64; 5]>,
+    /// counted before the tail, or the usage the tail carried is lost
+    /// (and a restart of the totals within it is added up twice).
+    usage_before: Vec<([u64; 5], Option<[u64; 5]>)>,
 }
 
 fn s(o: &Map<String, Value>, k: &str) -> Option<String> {
@@ -125,7 +138,7 @@ impl Reader {
             carried,
             log: CallLog::default(),
             named: None,
-            counted_before: Vec::new(),
+            usage_before: Vec::new(),
         }
     }
 
@@ -179,8 +192,7 @@ impl Reader {
             ("event_msg", _) => self.event(out, at, &ptype, raw, &payload),
             ("compacted", _) => self.compacted(out, at, raw, &payload),
             ("token_usage_record", _) => {
-                // Codex writes one after each response's items.
-                self.carried.gives_usage = true;
+                // Codex 0.16x writes one after each response's items.
                 self.tokens(
                     out,
                     payload.get("usage"),
@@ -212,15 +224,19 @@ impl Reader {
     }
 
     fn emit(&mut self, out: &mut Output, at: &At, m: Message) {
-        // An agent's reply: its usage comes after it.
-        let replies = m.role == Role::Agent && m.completes().is_none();
-        if replies && self.carried.gives_usage {
+        // An agent's reply: Codex writes the response's usage after its
+        // items (a `token_count`; from 0.16x a `token_usage_record` too),
+        // after a `turn_aborted` or an error notice too. A prompt starts
+        // the next response: no usage is coming for the last one.
+        if m.role == Role::Agent && m.completes().is_none() {
             self.stream.awaiting_usage(true);
-        } else if m.role != Role::Agent {
+        } else if m.role == Role::User {
             self.stream.awaiting_usage(false);
         }
-        self.counted_before
-            .push(self.carried.counted.unwrap_or_default());
+        self.usage_before.push((
+            self.carried.counted.unwrap_or_default(),
+            self.carried.counted_before,
+        ));
         self.stream.emit(out, m, at.line, at.offset);
     }
 
@@ -430,8 +446,9 @@ impl Reader {
         p: &Map<String, Value>,
     ) {
         let label = format!("event_msg {ptype}");
-        if matches!(ptype, "task_complete" | "turn_aborted") {
-            // The turn is over: no usage is coming for its last reply.
+        if ptype == "task_complete" {
+            // The turn is over: no usage is coming for its last reply. (An
+            // interrupted turn's may still come after its `turn_aborted`.)
             self.stream.awaiting_usage(false);
         }
         match ptype {
@@ -554,13 +571,16 @@ impl Reader {
         self.emit(out, at, m);
     }
 
-    /// Token figures: the usage they add goes on the agent message they
-    /// follow while it is held back, and the running totals are the
-    /// thread's. Codex 0.169 gives each response's usage twice (a
+    /// Token figures: the usage they add goes on the agent reply they
+    /// follow while it is held back (with only notices such as
+    /// `turn_aborted` after it), and the running totals are the thread's.
+    /// Codex 0.169 gives each response's usage twice (a
     /// `token_usage_record`, then an `event_msg` `token_count`), both with
     /// the session's running totals: what those grew by since the last
-    /// counted is the usage to add, so nothing is counted twice, and usage
-    /// read with no agent message held stays uncounted until the next.
+    /// counted is the usage to add, so nothing is counted twice. Usage read
+    /// when its reply was written already is given to no other reply.
+    /// Running totals that are all zero count nothing: the thread's totals
+    /// never go back.
     fn tokens(
         &mut self,
         out: &mut Output,
@@ -570,13 +590,7 @@ impl Reader {
     ) {
         out.summary().count(label).mapped += 1;
         self.stream.awaiting_usage(false);
-        let total = total.filter(|t| t.is_object());
-        if let Some(total) = total {
-            self.carried.totals = Some(total.clone());
-        }
-        let Some(m) = self.stream.held_mut().filter(|m| m.role == Role::Agent) else {
-            return;
-        };
+        let total = total.filter(|t| t.is_object() && !all_zero(t));
         let added = match (total, self.carried.counted.as_mut()) {
             (Some(total), Some(counted)) => {
                 let now = usage_counts(total, CODEX_USAGE_KEYS);
@@ -586,17 +600,29 @@ impl Reader {
                     .zip(counted.iter())
                     .any(|(n, c)| n.is_some_and(|n| n < *c))
                 {
+                    let before = self.carried.counted_before.get_or_insert([0; 5]);
+                    for (b, c) in before.iter_mut().zip(counted.iter()) {
+                        *b = b.saturating_add(*c);
+                    }
                     *counted = [0; 5];
                 }
                 crate::import::usage_added(counted, now)
             }
             // No running totals (older rollouts): the response's own usage,
             // once per message.
-            _ if m.tokens.is_none() => last
+            _ => last
                 .map(|l| Tokens::from_counts(usage_counts(l, CODEX_USAGE_KEYS)))
                 .filter(|t| !t.is_empty()),
-            _ => None,
         };
+        if let Some(total) = total {
+            self.carried.totals = Some(total.clone());
+        }
+        let Some(m) = self.stream.held_reply_mut() else {
+            return;
+        };
+        if total.is_none() && m.tokens.is_some() {
+            return;
+        }
         if let Some(added) = added {
             add_usage(&mut m.tokens, added);
         }
@@ -657,12 +683,20 @@ impl Reader {
         // The messages left for the next import are read again there, with
         // the usage they carried.
         let left = usize::try_from(ended.written_below).ok();
-        if let Some(before) = left.and_then(|i| self.counted_before.get(i)) {
-            carried.counted = Some(*before);
+        if let Some((counted, before)) = left.and_then(|i| self.usage_before.get(i)) {
+            carried.counted = Some(*counted);
+            carried.counted_before = *before;
         }
         self.log.settle(&mut carried.calls, &mut ended);
         (ended.unconsumed, ended.waiting, carried)
     }
+}
+
+/// Whether running totals count nothing at all.
+fn all_zero(total: &Value) -> bool {
+    usage_counts(total, CODEX_USAGE_KEYS)
+        .iter()
+        .all(|n| n.is_none_or(|n| n == 0))
 }
 
 /// Text a user message carries that Codex injected, known by its opening.

@@ -377,13 +377,12 @@ fn finish(
         {
             c.insert("turnContext".into(), tc.clone());
         }
-        if let Some(totals) = &carried.totals
+        if let Some(totals) = carried.thread_totals()
             && let Some(Value::Object(i)) = m.metadata_mut().get_mut("import")
         {
             // The session's totals as Codex last gave them, in the named
             // counts of a message's tokens.
-            let named =
-                atsf::Tokens::from_counts(super::usage_counts(totals, items::CODEX_USAGE_KEYS));
+            let named = atsf::Tokens::from_counts(totals);
             i.insert(
                 "tokens".into(),
                 serde_json::to_value(named).unwrap_or(Value::Null),

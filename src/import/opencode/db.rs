@@ -37,17 +37,31 @@ fn sql_error(path: &Path, e: rusqlite::Error) -> Error {
     ))
 }
 
-/// Every session of the database at `path`, oldest first, with its
-/// messages and their parts.
-pub(super) fn sessions(path: &Path, summary: &mut Summary) -> Result<Vec<Session>> {
-    let mut conn = Connection::open_with_flags(
+/// The database at `path`, opened read only, waiting [`BUSY`] for a write.
+fn open(path: &Path) -> Result<Connection> {
+    let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(|e| sql_error(path, e))?;
     conn.busy_timeout(BUSY).map_err(|e| sql_error(path, e))?;
+    Ok(conn)
+}
+
+/// The ids of session `root` and of its subagents' sessions, at any depth.
+const TREE: &str = "WITH RECURSIVE tree(id) AS (SELECT id FROM session WHERE id = ?1 \
+     UNION SELECT s.id FROM session s JOIN tree t ON s.parent_id = t.id)";
+
+/// Every session of the database at `path` (only session `only` and its
+/// subagents' when given), oldest first, with its messages and their parts.
+pub(super) fn sessions(
+    path: &Path,
+    only: Option<&str>,
+    summary: &mut Summary,
+) -> Result<Vec<Session>> {
+    let mut conn = open(path)?;
     let read = conn.transaction().map_err(|e| sql_error(path, e))?;
-    let infos = session_rows(&read, path)?;
+    let infos = session_rows(&read, path, only)?;
     let mut out = Vec::with_capacity(infos.len());
     for info in infos {
         let Some(id) = info.get("id").and_then(Value::as_str).map(str::to_string) else {
@@ -85,14 +99,23 @@ fn recent(millis: i64) -> bool {
     now - millis < 3_600_000
 }
 
-/// The `session` rows as the records `opencode export` gives.
-fn session_rows(conn: &Connection, path: &Path) -> Result<Vec<Map<String, Value>>> {
-    let mut stmt = conn
-        .prepare("SELECT * FROM session ORDER BY time_created, id")
-        .map_err(|e| sql_error(path, e))?;
+/// The `session` rows (of the tree of `only`, when given) as the records
+/// `opencode export` gives.
+fn session_rows(
+    conn: &Connection,
+    path: &Path,
+    only: Option<&str>,
+) -> Result<Vec<Map<String, Value>>> {
+    let sql = match only {
+        Some(_) => format!(
+            "{TREE} SELECT * FROM session WHERE id IN (SELECT id FROM tree) ORDER BY time_created, id"
+        ),
+        None => "SELECT * FROM session WHERE ?1 IS NULL ORDER BY time_created, id".to_string(),
+    };
+    let mut stmt = conn.prepare(&sql).map_err(|e| sql_error(path, e))?;
     let names: Vec<String> = stmt.column_names().map(str::to_string).collect();
     let rows = stmt
-        .query_map([], |row| {
+        .query_map([only], |row| {
             let mut columns = HashMap::new();
             for (i, name) in names.iter().enumerate() {
                 columns.insert(name.clone(), json_of(row.get_ref(i)?));
@@ -298,5 +321,82 @@ fn record_of(
             summary.skip(kind, "data not JSON".into());
             None
         }
+    }
+}
+
+/// A number that changes whenever session `id` or a subagent session of it
+/// changes in the database at `path` (a row added, updated or grown): how
+/// far a capture read, as a file's length is for the agents that write
+/// files. `None` when the database has no such session.
+pub(super) fn progress(path: &Path, id: &str) -> Result<Option<u64>> {
+    let conn = open(path)?;
+    let sql = format!(
+        "{TREE} SELECT \
+           (SELECT count(*) || ':' || coalesce(max(time_updated), 0) FROM session \
+              WHERE id IN (SELECT id FROM tree)), \
+           (SELECT count(*) || ':' || coalesce(max(time_updated), 0) FROM message \
+              WHERE session_id IN (SELECT id FROM tree)), \
+           (SELECT count(*) || ':' || coalesce(max(time_updated), 0) || ':' \
+              || coalesce(sum(length(data)), 0) FROM part WHERE session_id IN (SELECT id FROM tree))"
+    );
+    let (sessions, messages, parts): (String, String, String) = conn
+        .query_row(&sql, [id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .map_err(|e| sql_error(path, e))?;
+    if sessions.starts_with("0:") {
+        return Ok(None);
+    }
+    let key = format!("{sessions}|{messages}|{parts}");
+    // Never 0: a session captured is told from one never read by it.
+    Ok(Some(xxhash_rust::xxh3::xxh3_64(key.as_bytes()) | 1))
+}
+
+/// The sessions (not subagents') run in `dir` and changed since `since`
+/// (milliseconds since the epoch), oldest first.
+pub(super) fn sessions_in(path: &Path, dir: &Path, since: i64) -> Result<Vec<String>> {
+    let conn = open(path)?;
+    let mut names = vec![dir.to_string_lossy().into_owned()];
+    if let Ok(real) = std::fs::canonicalize(dir) {
+        names.push(real.to_string_lossy().into_owned());
+    }
+    let mut stmt = conn
+        .prepare(
+            "SELECT id FROM session WHERE parent_id IS NULL AND directory IN (?1, ?2) \
+             AND time_updated >= ?3 ORDER BY time_created, id",
+        )
+        .map_err(|e| sql_error(path, e))?;
+    let second = names.get(1).unwrap_or(&names[0]).clone();
+    let rows = stmt
+        .query_map(rusqlite::params![names[0], second, since], |r| {
+            r.get::<_, String>(0)
+        })
+        .map_err(|e| sql_error(path, e))?;
+    rows.map(|r| r.map_err(|e| sql_error(path, e))).collect()
+}
+
+/// Whether session `session` of the database at `path` holds message `id`.
+pub(super) fn has_message(path: &Path, session: &str, id: &str) -> Result<bool> {
+    let conn = open(path)?;
+    conn.query_row(
+        "SELECT count(*) FROM message WHERE id = ?1 AND session_id = ?2",
+        [id, session],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
+    .map_err(|e| sql_error(path, e))
+}
+
+/// The session at the top of `id`'s parents (a subagent's session is its
+/// parent's); `None` when the database has no session `id`.
+pub(super) fn root_of(path: &Path, id: &str) -> Result<Option<String>> {
+    let conn = open(path)?;
+    let sql = "WITH RECURSIVE up(id, parent, depth) AS (\
+         SELECT id, parent_id, 0 FROM session WHERE id = ?1 \
+         UNION SELECT s.id, s.parent_id, up.depth + 1 FROM session s JOIN up ON s.id = up.parent \
+         WHERE up.depth < 64) \
+         SELECT id FROM up WHERE parent IS NULL ORDER BY depth DESC LIMIT 1";
+    match conn.query_row(sql, [id], |r| r.get::<_, String>(0)) {
+        Ok(root) => Ok(Some(root)),
+        Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
+        Err(e) => Err(sql_error(path, e)),
     }
 }

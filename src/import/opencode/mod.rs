@@ -70,20 +70,8 @@ impl super::Format for OpenCode {
         Ok(out)
     }
     fn default_paths(&self, _roots: &[PathBuf]) -> Vec<PathBuf> {
-        // `$XDG_DATA_HOME/opencode` (else ~/.local/share/opencode): its
-        // database (`OPENCODE_DB` names another, relative to that
-        // directory) and the older storage.
-        let Some(data) = std::env::var_os("XDG_DATA_HOME")
-            .map(PathBuf::from)
-            .filter(|d| d.is_absolute())
-            .or_else(|| Some(dirs::home_dir()?.join(".local/share")))
-            .map(|d| d.join("opencode"))
-        else {
+        let (Some(db), Some(data)) = (database(), data_dir()) else {
             return Vec::new();
-        };
-        let db = match std::env::var_os("OPENCODE_DB").filter(|d| !d.is_empty()) {
-            Some(d) => data.join(d),
-            None => data.join("opencode.db"),
         };
         [db, data.join("storage")]
             .into_iter()
@@ -96,9 +84,11 @@ impl super::Format for OpenCode {
         _from: Option<&super::Resume>,
         out: &mut super::Output,
     ) -> Result<Option<super::Resume>> {
+        // A capture takes one session of the database (and its subagents').
+        let only = out.captured_session().map(str::to_string);
         super::write_all(out, |summary| {
             let sessions = match Kind::of(source) {
-                Some(Kind::Database) => db::sessions(source, summary)?,
+                Some(Kind::Database) => db::sessions(source, only.as_deref(), summary)?,
                 Some(Kind::Export) => export::session(source, summary)?.into_iter().collect(),
                 Some(Kind::Storage) => storage::session(source, summary)?.into_iter().collect(),
                 None => Vec::new(),
@@ -109,6 +99,52 @@ impl super::Format for OpenCode {
                 .collect::<Vec<_>>())
         })
     }
+}
+
+/// OpenCode's data directory: `$XDG_DATA_HOME/opencode`, else
+/// `~/.local/share/opencode`.
+fn data_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .filter(|d| d.is_absolute())
+        .or_else(|| Some(dirs::home_dir()?.join(".local/share")))
+        .map(|d| d.join("opencode"))
+}
+
+/// OpenCode's database on this machine: `opencode.db` in its data
+/// directory, or the one `OPENCODE_DB` names (relative to that directory).
+pub fn database() -> Option<PathBuf> {
+    let data = data_dir()?;
+    Some(
+        match std::env::var_os("OPENCODE_DB").filter(|d| !d.is_empty()) {
+            Some(d) => data.join(d),
+            None => data.join("opencode.db"),
+        },
+    )
+}
+
+/// A number that changes whenever session `id` (or a subagent session of
+/// it) changes in the database `db`; `None` when it has no such session.
+pub fn session_progress(db: &Path, id: &str) -> Result<Option<u64>> {
+    db::progress(db, id)
+}
+
+/// The sessions run in `dir` that changed since `since` (milliseconds since
+/// the epoch), oldest first: subagents' sessions are their parents'.
+pub fn sessions_in(db: &Path, dir: &Path, since: i64) -> Result<Vec<String>> {
+    db::sessions_in(db, dir, since)
+}
+
+/// The session a subagent's session `id` belongs to (its parent's, up to
+/// the top); `id` itself when it is no subagent's, `None` when `db` has no
+/// such session.
+pub fn root_session(db: &Path, id: &str) -> Result<Option<String>> {
+    db::root_of(db, id)
+}
+
+/// Whether session `session` of the database `db` holds message `id`.
+pub fn session_has_message(db: &Path, session: &str, id: &str) -> Result<bool> {
+    db::has_message(db, session, id)
 }
 
 /// What a source of OpenCode's is.
@@ -175,7 +211,8 @@ fn build(session: Session, source: &Path, summary: &mut Summary) -> Option<Impor
         millis(info.get("time").and_then(|t| t.get("created"))).unwrap_or_else(atsf::now_timestamp);
     let mut messages = Vec::new();
     let mut last_time = created.clone();
-    for (r, parts) in &records {
+    let records = &records[..unfinished_from(&records, live, summary)];
+    for (r, parts) in records {
         let Some(message_id) = s(r, "id") else {
             summary.skip("message", "no id".into());
             continue;
@@ -210,6 +247,37 @@ fn build(session: Session, source: &Path, summary: &mut Summary) -> Option<Impor
         json!({"format": "opencode", "source": source, "sourceId": id}),
     );
     Some(ImportedThread { meta, messages })
+}
+
+/// Where the messages OpenCode is still writing begin, while the session
+/// may run: a reply not completed yet (its text streams into it, its tools
+/// run) or a prompt whose text is not there yet. A message in the thread is
+/// never rewritten, so those wait for the next import.
+fn unfinished_from(records: &[(Record, Vec<Record>)], live: bool, summary: &mut Summary) -> usize {
+    if !live {
+        return records.len();
+    }
+    let unfinished = |(r, parts): &(Record, Vec<Record>)| match s(r, "role").as_deref() {
+        Some("assistant") => {
+            let time = r.get("time");
+            time.and_then(|t| t.get("completed"))
+                .is_none_or(Value::is_null)
+                && r.get("error").is_none_or(Value::is_null)
+        }
+        Some("user") => parts.is_empty(),
+        _ => false,
+    };
+    let Some(first) = records.iter().position(unfinished) else {
+        return records.len();
+    };
+    for _ in first..records.len() {
+        summary.skip(
+            "deferred",
+            "the session is running and OpenCode is still writing this message; the next import brings it"
+                .into(),
+        );
+    }
+    first
 }
 
 /// One message and its parts.
@@ -265,7 +333,12 @@ fn message(
         summary.count(&format!("part {kind}")).mapped += 1;
     }
     let mut m = Message::new(role, content);
-    m.id = id;
+    // A message grove wrote into a session (`grove resume`) has the id it
+    // has in the thread.
+    m.id = match id.strip_prefix(crate::export::opencode::GROVE_MESSAGE_PREFIX) {
+        Some(own) if !own.is_empty() => own.to_string(),
+        _ => id,
+    };
     m.timestamp = time;
     if !calls.is_empty() {
         m.tool_calls = Some(calls);

@@ -9,10 +9,10 @@ use serde::Serialize;
 use crate::atsf::ThreadMeta;
 use crate::cache::{self, CacheRecord, CacheState};
 use crate::error::{Error, Result};
+use crate::git::integrated::Checker;
+use crate::git::{Integration, Repo, WorktreeEntry, is_dirty_among_many};
 use crate::project::Project;
 use crate::store::{Keep, Store, Thread, resolve_prefix};
-use crate::worktree::integrated::Checker;
-use crate::worktree::{Integration, Repo, WorktreeEntry, is_dirty_among_many};
 
 /// Where a thread stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -88,7 +88,7 @@ pub struct Found {
     pub from_cache: bool,
     /// Why its branch counts as integrated into the default branch (when
     /// its status is `merged`).
-    pub integration: Option<crate::worktree::Integration>,
+    pub integration: Option<Integration>,
     /// When its `thread.json` was last written, when the read that found it
     /// said so (`None`: [`last_activity`] asks).
     pub written: Option<std::time::SystemTime>,
@@ -475,7 +475,7 @@ fn compute_statuses(repo: &Repo, threads: &mut [Found], indices: &[usize]) -> Re
         return Ok(());
     }
     let default_refs = repo.default_branch_refs()?;
-    let checker = crate::worktree::integrated::Checker::open(&repo.main_root);
+    let checker = crate::git::integrated::Checker::open(&repo.main_root);
     let mut jobs: Vec<(PathBuf, Option<String>, Option<String>)> = Vec::new();
     for &i in indices {
         let f = &threads[i];
@@ -566,7 +566,7 @@ fn worktree_status(
 
 /// How a branch is integrated into the default branch, when it has commits
 /// of its own (its tip is not its base) and they are all there (see
-/// [`crate::worktree::integrated`]). A fresh task with no commits is not
+/// [`crate::git::integrated`]). A fresh task with no commits is not
 /// "merged".
 pub fn integration(
     repo: &Repo,

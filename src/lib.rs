@@ -31,6 +31,7 @@
 //! ```
 
 pub mod agent;
+pub mod archive;
 pub mod atsf;
 pub mod cache;
 pub mod capture;
@@ -43,7 +44,6 @@ pub mod export;
 pub mod fork;
 pub mod fsutil;
 pub mod git;
-pub mod gitcmd;
 pub mod graph;
 pub mod home;
 pub mod hooks;

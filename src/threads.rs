@@ -95,16 +95,3 @@ pub fn start(
     let meta = thread.meta()?;
     Ok((thread, meta))
 }
-
-/// Archives (`true`) or unarchives a thread; returns whether it changed.
-/// Unarchiving removes the field rather than writing `false`.
-pub fn set_archived(found: &crate::discovery::Found, archived: bool) -> crate::Result<bool> {
-    if found.meta.is_archived() == archived {
-        return Ok(false);
-    }
-    found
-        .thread
-        .update_meta(|m| m.archived = archived.then_some(true))?;
-    found.refresh_cache()?;
-    Ok(true)
-}

@@ -967,7 +967,7 @@ fn hide(worktree: &Path, dir: &Path, file: &Path) -> Result<Hidden> {
         // The repository's own .gitignore there (or a link): the
         // repository's exclude file takes the path instead.
         _ => {
-            let git = crate::gitcmd::Git::find()?;
+            let git = crate::git::cmd::Git::find()?;
             let exclude = crate::worktree::exclude::exclude_file(&git, worktree)?;
             let relative = file.strip_prefix(worktree).unwrap_or(file);
             let pattern = crate::worktree::exclude::pattern_for(relative)?;
@@ -1028,7 +1028,7 @@ fn unhide(
         }
     }
     if let Some(pattern) = record.and_then(|r| r.exclude.as_ref()) {
-        let git = crate::gitcmd::Git::find()?;
+        let git = crate::git::cmd::Git::find()?;
         let exclude = crate::worktree::exclude::exclude_file(&git, worktree)?;
         crate::worktree::exclude::remove(&exclude, std::slice::from_ref(pattern))?;
     }

@@ -420,7 +420,7 @@ pub fn install(worktree: &Path, thread: &str, grove: &Path) -> Result<Installed>
 /// Keeps `file` out of `git status` through the repository's exclude file;
 /// the pattern, when this added it.
 fn exclude(worktree: &Path, file: &Path) -> Result<Option<String>> {
-    let git = crate::gitcmd::Git::find()?;
+    let git = crate::git::cmd::Git::find()?;
     let exclude = crate::worktree::exclude::exclude_file(&git, worktree)?;
     let relative = file.strip_prefix(worktree).unwrap_or(file);
     let pattern = crate::worktree::exclude::pattern_for(relative)?;
@@ -509,7 +509,7 @@ fn unexclude(worktree: &Path, record: &Record) -> Result<()> {
     let Some(pattern) = &record.exclude else {
         return Ok(());
     };
-    let git = crate::gitcmd::Git::find()?;
+    let git = crate::git::cmd::Git::find()?;
     let exclude = crate::worktree::exclude::exclude_file(&git, worktree)?;
     crate::worktree::exclude::remove(&exclude, std::slice::from_ref(pattern))
 }

@@ -271,7 +271,7 @@ pub fn main() -> ExitCode {
             return ExitCode::from(exit::USAGE);
         }
     }
-    grove::gitcmd::set_verbose(cli.verbose);
+    grove::git::cmd::set_verbose(cli.verbose);
     if let Ok(exe) = std::env::current_exe() {
         grove::trash::set_background_deleter(exe);
     }

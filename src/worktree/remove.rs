@@ -16,7 +16,7 @@ use super::{Repo, exclude};
 use crate::cache::{self, CacheRecord, CacheState};
 use crate::discovery::{Found, Status};
 use crate::error::{Error, Result};
-use crate::gitcmd::Running;
+use crate::git::cmd::Running;
 use crate::intent::{self, Action};
 use crate::store::Store;
 

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use super::Repo;
 use crate::error::Result;
-use crate::gitcmd::Running;
+use crate::git::cmd::Running;
 
 /// The `git status` of a submodule's checkout: every untracked file; the
 /// changes of the submodules inside it are left to their own look (a

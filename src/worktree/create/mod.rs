@@ -36,9 +36,7 @@ use crate::intent::{self, Action, Step};
 use crate::project::Project;
 use crate::store::{Store, Thread};
 
-/// Default prefix of generated branch names; `grove.branchPrefix` in
-/// `config.json` changes it.
-pub const DEFAULT_BRANCH_PREFIX: &str = "grove/";
+pub use crate::setting::DEFAULT_BRANCH_PREFIX;
 
 /// What to create.
 #[derive(Debug, Clone, Default)]

@@ -49,6 +49,7 @@ pub mod home;
 pub mod hooks;
 pub mod import;
 pub mod intent;
+pub mod launch;
 pub mod parallel;
 pub mod ports;
 pub mod project;

@@ -3,8 +3,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use grove::agent::{Native, resume};
+use grove::agent::Native;
 use grove::export::{self, Format};
+use grove::launch::resume;
 use grove::secrets::Policy;
 
 use super::Output;

@@ -247,7 +247,7 @@ fn then_launch(
     else {
         return Ok(super::exit::SUCCESS);
     };
-    let options = grove::agent::session::Options {
+    let options = grove::launch::session::Options {
         prompt: None,
         resume: None,
         capture: !args.no_capture,

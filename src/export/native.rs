@@ -19,13 +19,7 @@ use crate::atsf::{ContentBlock, Message, ToolCall};
 use crate::error::{Error, Result};
 use crate::store::Thread;
 
-/// The top-level key of a record naming the message it came from.
-pub const GROVE_KEY: &str = "grove";
-
-/// The message id a record carries under [`GROVE_KEY`], if any.
-pub fn grove_id(record: &Map<String, Value>) -> Option<&str> {
-    record.get(GROVE_KEY)?.get("id")?.as_str()
-}
+pub use crate::agent::marks::{GROVE_KEY, grove_id};
 
 /// The thread's messages, in order, for a native writer: a completion
 /// message (a result read after its call) is folded into the call it
@@ -211,7 +205,7 @@ pub fn write(
             // The version of the `opencode` that will import it.
             let version = which::which("opencode")
                 .ok()
-                .and_then(|p| crate::agent::launch::version(&p));
+                .and_then(|p| crate::agent::program::version(&p));
             super::opencode::write(thread, session, cwd, version.as_deref(), out)
         }
     }

@@ -438,7 +438,7 @@ impl Builder {
         raw: &Map<String, Value>,
     ) -> Message {
         let mut m = Message::new(role, content);
-        m.id = match crate::export::native::grove_id(raw).or_else(|| str_of(raw, "uuid")) {
+        m.id = match crate::agent::marks::grove_id(raw).or_else(|| str_of(raw, "uuid")) {
             Some(u) => u.to_string(),
             None => format!("{}-{}", e.kind, e.hash.as_deref().unwrap_or("0")),
         };

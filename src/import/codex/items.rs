@@ -157,7 +157,7 @@ impl Reader {
         {
             self.carried.last_time = Some(t);
         }
-        self.named = crate::export::native::grove_id(&raw).map(str::to_string);
+        self.named = crate::agent::marks::grove_id(&raw).map(str::to_string);
         let payload = raw
             .get("payload")
             .and_then(Value::as_object)

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::Native;
+use crate::agent::Native;
 use crate::capture::{self, SessionRecord, transcripts};
 use crate::error::{Error, IoContext, Result};
 use crate::export::native::{self, NativeExport};

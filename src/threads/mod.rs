@@ -1,5 +1,7 @@
 //! Building new threads: their metadata envelope and first messages.
 
+pub mod sessions;
+
 use crate::atsf::{self, Agent, Context, Extra, Stats, ThreadMeta};
 use crate::store::new_thread_id;
 

@@ -27,8 +27,10 @@ pub mod install;
 mod jsontext;
 pub mod ledger;
 pub mod opencode;
+pub mod report;
 pub mod state;
 pub mod sync;
+mod textedit;
 pub mod transcripts;
 
 pub use crate::threads::sessions::{

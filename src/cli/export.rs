@@ -166,7 +166,7 @@ fn run_native(args: &Args, native: Native, cwd: &Path, out: &Output) -> anyhow::
         Some(p) if p == Path::new("-") => {
             let stdout = std::io::stdout().lock();
             let mut w = std::io::BufWriter::with_capacity(256 * 1024, stdout);
-            let report = export::native::write(thread, native, &session, &run_in, &mut w)?;
+            let report = export::write_session(thread, native, &session, &run_in, &mut w)?;
             w.flush()?;
             (None, report)
         }
@@ -174,7 +174,7 @@ fn run_native(args: &Args, native: Native, cwd: &Path, out: &Output) -> anyhow::
             let path = cwd.join(p);
             refuse_thread_file(&path)?;
             let report = resume::write_new(&path, |w| {
-                export::native::write(thread, native, &session, &run_in, w)
+                export::write_session(thread, native, &session, &run_in, w)
             })?;
             (Some(path), report)
         }

@@ -34,3 +34,12 @@ pub(crate) const STATUS_OF_EVERY_CHANGE: [&str; 6] = [
 ];
 
 pub(crate) use crate::store::is_grove_path;
+
+/// The first `n` of `items`, joined, with `…` when there are more.
+pub(crate) fn list_some<S: AsRef<str>>(items: &[S], n: usize) -> String {
+    let mut shown: Vec<&str> = items.iter().take(n).map(AsRef::as_ref).collect();
+    if items.len() > n {
+        shown.push("…");
+    }
+    shown.join(", ")
+}

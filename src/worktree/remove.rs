@@ -113,7 +113,7 @@ fn file_reasons(repo: &Repo, wt: &Path, status: Option<Running>) -> Result<Vec<S
             reasons.push(format!(
                 "uncommitted changes in {}: {}",
                 wt.display(),
-                list_some(&files, 5)
+                super::list_some(&files, 5)
             ));
         }
     }
@@ -137,7 +137,7 @@ fn commit_reasons(repo: &Repo, found: &Found, wt: &Path) -> Result<Vec<String>> 
                     "{} commit(s) on the detached HEAD of {} are on no branch, tag or remote: {}",
                     commits.len(),
                     wt.display(),
-                    list_some(&commits, 3)
+                    super::list_some(&commits, 3)
                 ));
             }
         }
@@ -188,7 +188,7 @@ fn own_refs_reason(repo: &Repo, wt: &Path) -> Result<Option<String>> {
          refs/rewritten/), on no branch, tag or remote: {}",
         commits.len(),
         wt.display(),
-        list_some(&commits, 3)
+        super::list_some(&commits, 3)
     )))
 }
 
@@ -224,16 +224,8 @@ fn unsaved(repo: &Repo, branch: &str) -> Result<Option<String>> {
     Ok(Some(format!(
         "{} commit(s) on {branch} are neither pushed to its upstream nor merged into the default branch: {}",
         commits.len(),
-        list_some(&commits, 3)
+        super::list_some(&commits, 3)
     )))
-}
-
-pub(super) fn list_some<S: AsRef<str>>(items: &[S], n: usize) -> String {
-    let mut shown: Vec<&str> = items.iter().take(n).map(AsRef::as_ref).collect();
-    if items.len() > n {
-        shown.push("…");
-    }
-    shown.join(", ")
 }
 
 /// Whether the worktree directory is there and still a git working tree.

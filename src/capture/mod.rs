@@ -3,7 +3,7 @@
 //!
 //! grove installs the agent's own project-scoped hooks in the worktree
 //! ([`install`]); at each turn the agent runs `grove capture claude|codex`,
-//! which reads the hook's JSON ([`hook`]), finds the task's thread, imports
+//! which reads the hook's JSON ([`event`]), finds the task's thread, imports
 //! what the transcript gained since the last capture ([`sync`]) and records
 //! the agent's state ([`state`]). Sessions the hooks missed (an untrusted
 //! Codex project, an agent killed mid-turn) are found from the agent's own
@@ -19,9 +19,10 @@
 //!   thread, so the session's copy is not added twice.
 
 pub mod adopt;
+pub mod catchup;
 pub mod codex_trust;
+pub mod event;
 pub mod follow;
-pub mod hook;
 mod hookfile;
 pub mod install;
 mod jsontext;
@@ -29,7 +30,6 @@ pub mod ledger;
 pub mod opencode;
 pub mod report;
 pub mod state;
-pub mod sync;
 mod textedit;
 pub mod transcripts;
 

@@ -5,7 +5,6 @@ mod append;
 mod archive;
 mod capture;
 mod checkpoint;
-mod complete;
 mod completions;
 mod config;
 mod delete;
@@ -17,14 +16,11 @@ mod handoff;
 mod import;
 mod init;
 mod launch;
-mod lazy;
 mod list;
 mod man;
 mod mention;
 mod new;
-mod output;
 mod path;
-mod progress;
 mod pull;
 mod push;
 mod repair;
@@ -35,9 +31,8 @@ mod search;
 mod shell_init;
 mod show;
 mod switch;
-mod table;
-mod tree;
 mod trust;
+mod ui;
 mod validate;
 
 use std::path::PathBuf;
@@ -45,6 +40,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use lazy::Lazy;
+use ui::{complete, lazy, output, progress, table, tree};
 
 pub use output::Output;
 

@@ -154,7 +154,7 @@ fn catch_up(thread: &Thread, repo_root: &Path, out: &Output) {
         }
         Err(e) => out.warn(&format!("finding sessions run by hand: {e}")),
     }
-    match grove::capture::sync::catch_up(thread, repo_root) {
+    match grove::capture::catchup::catch_up(thread, repo_root) {
         Ok((_, errors)) => {
             for e in errors {
                 out.warn(&e);

@@ -36,12 +36,12 @@ pub const WAITING_KEY: &str = "waiting";
 /// opening prompt, which the thread holds already (grove's copy).
 const OPENING_ID_KEY: &str = "openingId";
 
-/// A thread begun in an [`Output`].
+/// A thread begun in an [`Sink`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ThreadHandle(usize);
 
 /// Where an importer puts the threads it reads, for one source.
-pub struct Output<'a> {
+pub struct Sink<'a> {
     destination: &'a Destination,
     summary: &'a mut Summary,
     source: PathBuf,
@@ -160,7 +160,7 @@ struct LogIndex {
     len: u64,
 }
 
-impl<'a> Output<'a> {
+impl<'a> Sink<'a> {
     /// An output for `source`'s threads, written where `destination` says.
     pub(super) fn new(
         destination: &'a Destination,
@@ -168,7 +168,7 @@ impl<'a> Output<'a> {
         source: &Path,
         resume_at: Option<u64>,
     ) -> Self {
-        Output {
+        Sink {
             destination,
             summary,
             source: source.to_path_buf(),

@@ -16,7 +16,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::hooks::interrupt::Watch;
+use crate::setup::interrupt::Watch;
 
 /// How an agent run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -154,7 +154,7 @@ pub fn run(plan: &Plan, grove: &Path) -> Result<Outcome> {
             state::launched(meta, &plan.spec.id, plan.session.as_deref(), pid, working);
         });
         if let Err(e) = r {
-            capture::hook::log(
+            capture::event::log(
                 Some(&plan.thread),
                 &format!("launch: recording the state failed: {e}"),
             );
@@ -162,14 +162,14 @@ pub fn run(plan: &Plan, grove: &Path) -> Result<Outcome> {
     })?;
     let mut caught_up = 0;
     if let Some(native) = plan.spec.native {
-        match capture::sync::catch_up(&plan.thread, &plan.repo_root) {
+        match capture::catchup::catch_up(&plan.thread, &plan.repo_root) {
             Ok((n, errors)) => {
                 caught_up += n;
                 problems.extend(errors);
             }
             Err(e) => problems.push(format!("capturing the session: {e}")),
         }
-        match capture::sync::adopt_since(
+        match capture::catchup::adopt_since(
             &plan.thread,
             &plan.repo_root,
             native,

@@ -56,7 +56,7 @@ pub struct Removed {
     /// Every thread that lived in the worktree (the one asked for included).
     pub threads: Vec<String>,
     /// The outcomes of `preRemoveCommands`.
-    pub teardown: Vec<crate::hooks::HookOutcome>,
+    pub teardown: Vec<crate::setup::HookOutcome>,
     /// The processes ended (`--reap`), or left running (`--force`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub processes: Vec<super::processes::Holder>,
@@ -328,7 +328,7 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
         &wt,
         &teardown_commands,
         options.force,
-        &crate::hooks::Silent,
+        &crate::setup::Silent,
     )?;
     let processes = processes_gone(&wt, options, scanned)?;
     // Looked at last before anything is removed, where the repository is

@@ -82,7 +82,7 @@ impl super::Format for OpenCode {
         &self,
         source: &Path,
         _from: Option<&super::Resume>,
-        out: &mut super::Output,
+        out: &mut super::Sink,
     ) -> Result<Option<super::Resume>> {
         // A capture takes one session of the database (and its subagents').
         let only = out.captured_session().map(str::to_string);

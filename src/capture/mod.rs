@@ -4,7 +4,7 @@
 //! grove installs the agent's own project-scoped hooks in the worktree
 //! ([`install`]); at each turn the agent runs `grove capture claude|codex`,
 //! which reads the hook's JSON ([`event`]), finds the task's thread, imports
-//! what the transcript gained since the last capture ([`sync`]) and records
+//! what the transcript gained since the last capture ([`catchup`]) and records
 //! the agent's state ([`state`]). Sessions the hooks missed (an untrusted
 //! Codex project, an agent killed mid-turn) are found from the agent's own
 //! files when grove launched the agent returns, and at `list` and `show`

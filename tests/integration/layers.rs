@@ -311,6 +311,71 @@ fn problems(root: &Path) -> Vec<String> {
     out
 }
 
+/// The top-level modules in the order `lib.rs`'s map lists them, from the
+/// foundations up.
+fn documented_layers(root: &Path) -> Vec<String> {
+    let lib = std::fs::read_to_string(root.join("lib.rs")).unwrap();
+    let doc: String = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("//!"))
+        .skip_while(|l| !l.contains("in layers"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut out = Vec::new();
+    for (i, _) in doc.match_indices("[`") {
+        let rest = &doc[i + 2..];
+        if let Some(end) = rest.find("`]") {
+            out.push(rest[..end].to_string());
+        }
+    }
+    out
+}
+
+/// Each top-level import that runs against `lib.rs`'s order of layers.
+fn against_the_layers(root: &Path) -> Vec<String> {
+    let layers = documented_layers(root);
+    let rank = |m: &str| layers.iter().position(|l| l == m);
+    let mut files = Vec::new();
+    modules(root, root, &mut files);
+    let top: BTreeSet<&str> = files
+        .iter()
+        .filter_map(|(m, _)| m.first())
+        .map(String::as_str)
+        .collect();
+    let mut out: Vec<String> = top
+        .into_iter()
+        .filter(|m| !["cli", "error", "lib", "main"].contains(m) && rank(m).is_none())
+        .map(|m| format!("{m} is not in lib.rs's map"))
+        .collect();
+    for ((folder, from, to), files) in edges(root) {
+        if !folder.is_empty() || from == "cli" {
+            continue;
+        }
+        let allowed = ALLOWED_UPWARD
+            .iter()
+            .any(|(f, t, _)| *f == from && *t == to);
+        match (rank(&from), rank(&to)) {
+            (Some(a), Some(b)) if b > a && !allowed => {
+                let files: Vec<&str> = files.iter().map(String::as_str).collect();
+                out.push(format!(
+                    "{from} imports {to}, a layer above it: {}",
+                    files.join(", ")
+                ));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn the_library_s_modules_import_only_from_the_layers_below() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    assert!(documented_layers(&root).len() > 20);
+    let wrong = against_the_layers(&root);
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 #[test]
 fn the_library_s_modules_import_in_one_direction() {
     assert!(ALLOWED_UPWARD.len() <= 1, "at most one upward import");
@@ -334,6 +399,20 @@ fn the_check_sees_a_circle() {
     std::fs::write(src.join("low/b.rs"), "fn f() { super::a::g() }").unwrap();
     std::fs::write(src.join("high.rs"), "use crate::low::Y;").unwrap();
     std::fs::write(src.join("atsf.rs"), "").unwrap();
+    std::fs::write(
+        src.join("lib.rs"),
+        "//! The modules, in layers:\n//! - [`low`]\n//! - [`high`]\npub mod low; pub mod high;",
+    )
+    .unwrap();
+    let wrong = against_the_layers(src);
+    assert!(
+        wrong.iter().any(|w| w.starts_with("low imports high")),
+        "{wrong:?}"
+    );
+    assert!(
+        wrong.iter().any(|w| w.starts_with("atsf is not in")),
+        "{wrong:?}"
+    );
     let found = problems(src);
     assert_eq!(found.len(), 2, "{found:#?}");
     assert!(

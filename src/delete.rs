@@ -187,7 +187,7 @@ pub fn execute(plan: &Plan, force: bool) -> Result<Deleted> {
     }
     for id in &plan.dropped {
         if let Some(t) = plan.targets.first() {
-            crate::cache::purge(&t.repo_root, id)?;
+            crate::cache::purge(&t.repo_root, &crate::store::ThreadId::parse(id)?)?;
         }
         deleted.threads.push(id.clone());
     }

@@ -308,9 +308,8 @@ fn delete_branch(repo: &Repo, branch: &str, tip: &str) -> Result<()> {
 }
 
 fn thread_at(dir: &Path) -> Option<Thread> {
-    let id = dir.file_name()?.to_str()?;
-    crate::store::validate_thread_id(id).ok()?;
-    Some(Thread::at(id.to_string(), dir.to_path_buf()))
+    let id = crate::store::ThreadId::parse(dir.file_name()?.to_str()?).ok()?;
+    Some(Thread::at(id, dir.to_path_buf()))
 }
 
 fn finish_link(parent: &Path, child: &Path, relationship: &atsf::Relationship) -> Result<()> {

@@ -90,7 +90,7 @@ pub const DEFAULT_BRANCH_PREFIX: &str = "grove/";
 /// `branch-prefix`, else `grove/`.
 pub fn branch_prefix(config: Option<&Config>, config_file: &Path) -> Setting<String> {
     let repository = config
-        .and_then(|c| c.extra.get("grove")?.get("branchPrefix")?.as_str())
+        .and_then(|c| crate::atsf::grove::ConfigSection::of(&c.extra).branch_prefix())
         .map(|p| (p.to_string(), config_file, "grove.branchPrefix"));
     let user = crate::userconfig::get()
         .ok()

@@ -417,7 +417,7 @@ fn check_config(path: &Path, report: &mut Report) {
         }
         f.string(h, "worktreeHooks.", "envFile", false);
     }
-    if let Some(g) = f.object(&o, "", "grove", false) {
+    if let Some(g) = f.object(&o, "", crate::atsf::grove::KEY, false) {
         grove_section(&mut f, g);
     }
     for miss in crate::atsf::near_misses(&Value::Object(o.clone())) {

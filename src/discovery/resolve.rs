@@ -7,7 +7,7 @@ use crate::cache;
 use crate::error::{Error, Result};
 use crate::git::Repo;
 use crate::project::Project;
-use crate::store::{Keep, Store, Thread, resolve_prefix};
+use crate::store::{Keep, Store, Thread, ThreadId, resolve_prefix};
 
 use super::walk::{discover, discover_kept, linked_worktrees};
 use super::{Found, Options};
@@ -40,12 +40,12 @@ pub fn resolve_reporting(project: &Project, query: &str) -> Result<(Found, Vec<E
     {
         return Ok(hit);
     }
-    let elsewhere: Vec<String> = cache::entries(None)?
+    let elsewhere: Vec<ThreadId> = cache::entries(None)?
         .into_iter()
         .map(|(id, _)| id)
         .filter(|id| id.starts_with(query) && !here.contains(id))
         .collect();
-    if let Some(id) = resolve_prefix(query, elsewhere.iter().map(String::as_str))? {
+    if let Some(id) = resolve_prefix(query, elsewhere.iter().map(ThreadId::as_str))? {
         let id = id.to_string();
         if let Some(hit) = load_one(project, &id, true)? {
             return Ok(hit);
@@ -59,7 +59,11 @@ pub fn resolve_reporting(project: &Project, query: &str) -> Result<(Found, Vec<E
             statuses: false,
         },
     )?;
-    let ids: Vec<&str> = found.threads.iter().map(|f| f.thread.id()).collect();
+    let ids: Vec<&str> = found
+        .threads
+        .iter()
+        .map(|f| f.thread.id().as_str())
+        .collect();
     let Some(id) = resolve_prefix(query, ids.iter().copied())? else {
         return Err(not_found(project, query, &found.errors));
     };
@@ -68,7 +72,7 @@ pub fn resolve_reporting(project: &Project, query: &str) -> Result<(Found, Vec<E
     let hit = found
         .threads
         .into_iter()
-        .find(|f| f.thread.id() == id)
+        .find(|f| *f.thread.id() == id)
         .ok_or_else(|| not_found(project, query, &[]))?;
     Ok((live_copy(hit), errors))
 }
@@ -116,7 +120,7 @@ impl Names {
         }
         if let Ok(cached) = cache::entries(Some(&project.main_root)) {
             let found = cached.into_iter().filter(|(id, _)| id.starts_with(prefix));
-            names.extend(found.map(|(id, _)| (id, None)));
+            names.extend(found.map(|(id, _)| (id.to_string(), None)));
         }
         Names { stores, names }
     }
@@ -261,14 +265,7 @@ pub(super) fn worktree_roots(project: &Project) -> Vec<PathBuf> {
 /// The cache's copy of `thread`, looked up under the repository its
 /// `thread.json` records (`metadata.grove.mainRoot`), else `project`'s.
 pub fn cache_copy_for(project: &Project, thread: &Thread) -> Option<PathBuf> {
-    let recorded = thread.meta().ok().and_then(|m| {
-        m.metadata
-            .as_ref()?
-            .get("grove")?
-            .get("mainRoot")?
-            .as_str()
-            .map(PathBuf::from)
-    });
+    let recorded = thread.meta().ok().and_then(|m| m.grove().main_root());
     recorded
         .into_iter()
         .chain(std::iter::once(project.main_root.clone()))

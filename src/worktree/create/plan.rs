@@ -6,7 +6,7 @@ use super::*;
 
 /// Everything decided before anything is made.
 pub(super) struct Plan {
-    pub(super) id: String,
+    pub(super) id: crate::store::ThreadId,
     pub(super) meta: ThreadMeta,
     pub(super) branch: String,
     pub(super) create_branch: bool,
@@ -40,7 +40,7 @@ pub(super) fn plan(
     if let Some(id) = &task.thread_id {
         meta.thread_id = id.clone();
     }
-    let id = meta.thread_id.clone();
+    let id = crate::store::ThreadId::parse(&meta.thread_id)?;
     let short: String = id.chars().take(8).collect();
     let prefix = crate::setting::branch_prefix(config, &project.main_store().config_path());
     let (branch, create_branch) = choose_branch(repo, task, &prefix, &short)?;
@@ -115,7 +115,7 @@ pub(super) fn plan(
     };
     let setting = |key: &str| {
         config
-            .and_then(|c| c.extra.get("grove")?.get(key)?.as_bool())
+            .and_then(|c| crate::atsf::grove::ConfigSection::of(&c.extra).switch(key))
             .unwrap_or(true)
     };
     Ok(Plan {

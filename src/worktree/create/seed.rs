@@ -41,14 +41,10 @@ pub(super) fn make_thread(
 
     let mut meta = plan.meta.clone();
     meta.context = task_context(repo, plan, dir, &head)?;
-    meta.metadata_mut().insert(
-        "grove".into(),
-        json!({
-            "mainRoot": project.main_root,
-            "createdBranch": plan.create_branch,
-            "excludes": excludes,
-        }),
-    );
+    // A section of the planned thread's own is replaced, not merged into.
+    meta.metadata_mut().remove(atsf::grove::KEY);
+    meta.grove_mut()
+        .set_task(&project.main_root, plan.create_branch, &excludes);
     let thread = maker.make(&wt_store, meta)?;
     let meta = thread.meta()?;
     Ok((thread, meta, excludes))

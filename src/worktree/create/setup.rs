@@ -191,7 +191,7 @@ impl<'a> Finish<'a> {
         let values = crate::worktree::taskenv::Placeholders {
             ports: self.ports.clone(),
             branch: self.plan.branch.clone(),
-            thread_id: self.plan.id.clone(),
+            thread_id: self.plan.id.to_string(),
             worktree: self.dir.to_string_lossy().into_owned(),
         };
         if let Some((outcome, written)) =
@@ -236,7 +236,7 @@ impl<'a> Finish<'a> {
         let env = CommandEnv {
             worktree: self.dir.clone(),
             repo_root: self.project.main_root.clone(),
-            thread_id: self.plan.id.clone(),
+            thread_id: self.plan.id.to_string(),
             branch: self.plan.branch.clone(),
             ports: self.ports.clone(),
         };

@@ -346,12 +346,16 @@ fn report(out: &Output, err: &anyhow::Error) -> ExitCode {
         message.push_str(&format!("\n  caused by: {cause}"));
     }
     out.error(&message);
-    let code = if err.downcast_ref::<UsageError>().is_some() {
+    ExitCode::from(exit_code_of(err))
+}
+
+/// The exit code an error ends grove with.
+pub fn exit_code_of(err: &anyhow::Error) -> u8 {
+    if err.downcast_ref::<UsageError>().is_some() {
         exit::USAGE
     } else {
         exit::ERROR
-    };
-    ExitCode::from(code)
+    }
 }
 
 /// Finds THREAD (id or unique prefix) with everything it belongs to (status,

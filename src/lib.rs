@@ -15,6 +15,7 @@
 //! - [`agent`], [`capture`]: starting Claude Code, Codex or a configured
 //!   agent in a task's worktree, and capturing its conversation into the
 //!   task's thread as it happens, through the agent's own hooks.
+//! - [`land`]: `grove merge` — a task's branch landed on a target branch.
 //!
 //! ```
 //! use grove::atsf::{ContentBlock, Message, Role};
@@ -49,6 +50,7 @@ pub mod home;
 pub mod hooks;
 pub mod import;
 pub mod intent;
+pub mod land;
 pub mod parallel;
 pub mod ports;
 pub mod project;

@@ -28,6 +28,7 @@ mod interrupt;
 mod large;
 mod live;
 mod loss;
+mod merge;
 mod native;
 mod outside;
 mod parallel;

@@ -200,8 +200,23 @@ pub fn land(
         None => land_new_commit(repo, found, &plan, options, reporter)?,
     };
     landed.not_recorded = record::record(found, &landed).err().map(|e| e.to_string());
+    track_target(repo, &plan)?;
     finish(repo, found, options, &mut landed);
     Ok(landed)
+}
+
+/// Landed on a branch other than the default one, the task's branch
+/// tracks it (when it tracks nothing): its work is saved there, which is
+/// what `rm` asks of a branch not in the default branch.
+fn track_target(repo: &Repo, plan: &plan::Plan) -> crate::Result<()> {
+    let default = repo.default_branch_refs()?;
+    if default.contains(&plan.target_ref) || repo.upstream(&plan.branch)?.is_some() {
+        return Ok(());
+    }
+    let upstream = format!("--set-upstream-to={}", plan.target);
+    repo.git
+        .run(&repo.main_root, &["branch", "-q", &upstream, &plan.branch])
+        .map(drop)
 }
 
 /// Integrates, tests and advances the target; the task's branch is put back

@@ -376,13 +376,24 @@ fn without_a_thread_inside_the_task_and_into_another_branch() {
     sb.git(&repo, &["branch", "develop"]);
     let t = task_with_work(&sb, &repo);
     let main = head(&sb, &repo, "main");
-    ok(sb
+    let v = json(&ok(sb
         .grove(&t.wt)
-        .args(["merge", "--into", "develop", "--keep"]));
+        .args(["merge", "--into", "develop", "--json"])));
     assert_eq!(head(&sb, &repo, "main"), main, "main untouched");
     assert_eq!(
         sb.git(&repo, &["log", "-1", "--format=%s", "develop"]),
         "Fix the login bug"
+    );
+    // Removed: the work is saved on develop, which the branch now tracks;
+    // it is kept, not being in the default branch.
+    assert!(!t.wt.exists(), "{v}");
+    assert_eq!(v["removed"]["branchDeleted"], false);
+    assert_eq!(
+        sb.git(
+            &repo,
+            &["rev-parse", "--abbrev-ref", &format!("{}@{{u}}", t.branch)]
+        ),
+        "develop"
     );
     // Outside any task, THREAD is needed.
     let err = fails_with(sb.grove(&repo).args(["merge"]), 1);

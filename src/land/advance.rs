@@ -13,6 +13,7 @@ use std::path::Path;
 use super::LandError;
 use super::plan::{Plan, status_paths};
 use crate::error::Error;
+use crate::intent::{self, Action};
 use crate::worktree::Repo;
 
 type Result<T> = std::result::Result<T, LandError>;
@@ -40,19 +41,58 @@ pub(super) fn check_target_worktree(repo: &Repo, plan: &Plan, new: &str) -> Resu
     })
 }
 
-/// Moves the target from `plan.old` to `new`, its worktree with it.
+/// Moves the target from `plan.old` to `new`, its worktree with it. The
+/// two steps are recorded first in the intent journal: a grove killed
+/// between them leaves the checkout for the next `grove gc` to bring along
+/// ([`finish_interrupted`]).
 pub(super) fn advance(repo: &Repo, plan: &Plan, new: &str) -> Result<()> {
     // Looked at again: the tests may have run a long while.
     check_target_worktree(repo, plan, new)?;
-    swap(repo, plan, &plan.old, new)?;
     let Some(twt) = &plan.target_wt else {
-        return Ok(());
+        return swap(repo, plan, &plan.old, new);
     };
-    if let Err(e) = bring_along(repo, twt, &plan.old, new) {
-        let _ = swap(repo, plan, new, &plan.old);
-        return Err(e);
+    let step = intent::begin(Action::Land {
+        repo: repo.main_root.clone(),
+        checkout: twt.clone(),
+        target_ref: plan.target_ref.clone(),
+        old: plan.old.clone(),
+        new: new.to_string(),
+    })?;
+    let moved = swap(repo, plan, &plan.old, new).and_then(|()| {
+        bring_along(repo, twt, &plan.old, new).inspect_err(|_| {
+            let _ = swap(repo, plan, new, &plan.old);
+        })
+    });
+    match moved {
+        Ok(()) => step.done(),
+        Err(_) => step.undone(),
     }
-    Ok(())
+    moved
+}
+
+/// Finishes a merge whose grove was killed between moving the target and
+/// bringing its checkout along: when the target is at `new` and still
+/// checked out in `checkout`, the files the merge changes are brought from
+/// `old` to `new` there (nothing is done when they already are).
+pub fn finish_interrupted(
+    repo: &Path,
+    checkout: &Path,
+    target_ref: &str,
+    old: &str,
+    new: &str,
+) -> crate::Result<()> {
+    let repo = Repo::new(repo)?;
+    if repo.resolve_commit(target_ref)?.as_deref() != Some(new) || !checkout.is_dir() {
+        return Ok(());
+    }
+    let head = repo.git.output(checkout, &["symbolic-ref", "-q", "HEAD"])?;
+    if head.stdout.trim() != target_ref {
+        return Ok(());
+    }
+    bring_along(&repo, checkout, old, new).map_err(|e| match e {
+        LandError::Grove(e) => e,
+        other => Error::Other(other.to_string()),
+    })
 }
 
 /// `git update-ref target to from`: only if the target is still at `from`.

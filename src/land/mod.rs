@@ -26,6 +26,7 @@ use crate::discovery::Found;
 use crate::hooks::{HookOutcome, HookReporter};
 use crate::worktree::{Integration, RemoveOptions, Removed, Repo};
 
+pub use advance::finish_interrupted;
 pub use plan::task_here;
 pub use test::merge_hash;
 

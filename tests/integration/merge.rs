@@ -478,3 +478,42 @@ fn human_output_of_merge() {
         insta::assert_snapshot!("merge_conflict", conflict);
     });
 }
+
+/// A grove killed between moving the target and bringing its checkout
+/// along left its intent: `gc --yes` brings the checkout along.
+#[test]
+fn gc_finishes_a_merge_killed_before_the_checkout_was_brought_along() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let old = head(&sb, &repo, "main");
+    // The landing commit, made elsewhere; the ref moved, the checkout not.
+    let side = sb.dir("side");
+    sb.git(
+        &repo,
+        &["worktree", "add", "-q", "--detach", side.to_str().unwrap()],
+    );
+    commit_file(&sb, &side, "landed.txt", "landed\n", "landed");
+    let new = head(&sb, &side, "HEAD");
+    sb.git(&repo, &["update-ref", "refs/heads/main", &new, &old]);
+    assert_eq!(sb.git(&repo, &["status", "--porcelain"]), "D  landed.txt");
+    let intents = sb.grove_home().join("intents");
+    std::fs::create_dir_all(&intents).unwrap();
+    std::fs::write(
+        intents.join("killed.jsonl"),
+        format!(
+            "{}\n",
+            json!({"step": 1, "op": "land", "repo": repo, "checkout": repo,
+                   "targetRef": "refs/heads/main", "old": old, "new": new})
+        ),
+    )
+    .unwrap();
+    let plan = ok(sb.grove(&repo).args(["gc", "--dry-run", "--json"]));
+    assert!(plan.contains("\"land\""), "{plan}");
+    ok(sb.grove(&repo).args(["gc", "--yes"]));
+    assert_eq!(sb.git(&repo, &["status", "--porcelain"]), "");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("landed.txt")).unwrap(),
+        "landed\n"
+    );
+    assert!(!intents.join("killed.jsonl").exists());
+}

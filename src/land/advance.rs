@@ -24,12 +24,21 @@ pub(super) fn check_target_worktree(repo: &Repo, plan: &Plan, new: &str) -> Resu
     let Some(twt) = &plan.target_wt else {
         return Ok(());
     };
-    let touched = changed_files(repo, &plan.old, new)?;
+    let changes = changed_files(repo, &plan.old, new)?;
     let dirty = dirty_files(repo, twt)?;
     let mut both: Vec<String> = dirty
         .into_iter()
-        .filter(|d| touched.iter().any(|t| overlaps(t, d)))
+        .filter(|d| changes.iter().any(|(_, t)| overlaps(t, d)))
         .collect();
+    // git takes ignored files for expendable and would overwrite one where
+    // the merge adds a file; grove does not (a `.env`, a local log).
+    let in_the_way: Vec<String> = changes
+        .into_iter()
+        .filter(|(added, path)| *added && in_the_way(twt, path))
+        .map(|(_, path)| path)
+        .filter(|p| !both.contains(p))
+        .collect();
+    both.extend(in_the_way);
     if both.is_empty() {
         return Ok(());
     }
@@ -58,16 +67,19 @@ pub(super) fn advance(repo: &Repo, plan: &Plan, new: &str) -> Result<()> {
         old: plan.old.clone(),
         new: new.to_string(),
     })?;
-    let moved = swap(repo, plan, &plan.old, new).and_then(|()| {
-        bring_along(repo, twt, &plan.old, new).inspect_err(|_| {
-            let _ = swap(repo, plan, new, &plan.old);
-        })
-    });
-    match moved {
-        Ok(()) => step.done(),
-        Err(_) => step.undone(),
+    if let Err(e) = swap(repo, plan, &plan.old, new) {
+        step.undone();
+        return Err(e);
     }
-    moved
+    let Err(e) = bring_along(repo, twt, &plan.old, new) else {
+        step.done();
+        return Ok(());
+    };
+    // The ref goes back; if it cannot, the step stays open for `gc`.
+    if swap(repo, plan, new, &plan.old).is_ok() {
+        step.undone();
+    }
+    Err(e)
 }
 
 /// Finishes a merge whose grove was killed between moving the target and
@@ -146,15 +158,16 @@ fn bring_along(repo: &Repo, twt: &Path, old: &str, new: &str) -> Result<()> {
     .into())
 }
 
-/// The files that differ between commits `old` and `new`.
-fn changed_files(repo: &Repo, old: &str, new: &str) -> Result<Vec<String>> {
+/// The files that differ between commits `old` and `new`, each with
+/// whether `new` adds it.
+fn changed_files(repo: &Repo, old: &str, new: &str) -> Result<Vec<(bool, String)>> {
     let out = repo.git.bytes(
         &repo.main_root,
         &[
             "diff-tree",
             "-r",
             "-z",
-            "--name-only",
+            "--name-status",
             "--no-renames",
             old,
             new,
@@ -162,11 +175,29 @@ fn changed_files(repo: &Repo, old: &str, new: &str) -> Result<Vec<String>> {
         None,
         true,
     )?;
-    Ok(out
-        .split(|&b| b == 0)
-        .filter(|p| !p.is_empty())
-        .map(|p| String::from_utf8_lossy(p).into_owned())
+    let fields: Vec<&[u8]> = out.split(|&b| b == 0).filter(|f| !f.is_empty()).collect();
+    Ok(fields
+        .chunks_exact(2)
+        .map(|pair| {
+            (
+                pair[0].starts_with(b"A"),
+                String::from_utf8_lossy(pair[1]).into_owned(),
+            )
+        })
         .collect())
+}
+
+/// Whether something the merge would replace is on disk where it adds
+/// `path`: a file there, or a file where one of its directories goes.
+fn in_the_way(twt: &Path, path: &str) -> bool {
+    let at = twt.join(path);
+    if std::fs::symlink_metadata(&at).is_ok() {
+        return true;
+    }
+    at.ancestors()
+        .skip(1)
+        .take_while(|a| a.starts_with(twt) && *a != twt)
+        .any(|a| std::fs::symlink_metadata(a).is_ok_and(|m| !m.is_dir()))
 }
 
 /// The uncommitted paths of `twt`, untracked files included.
@@ -187,4 +218,20 @@ fn overlaps(changed: &str, dirty: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('/') || b.ends_with('/'))
     };
     changed == dirty || inside(changed, dirty) || inside(dirty, changed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::overlaps;
+
+    #[test]
+    fn a_dirty_path_overlaps_the_same_file_and_what_contains_or_is_inside_it() {
+        assert!(overlaps("src/a.rs", "src/a.rs"));
+        assert!(overlaps("docs/new.md", "docs/"));
+        assert!(overlaps("docs/new.md", "docs"));
+        assert!(overlaps("docs", "docs/old.md"));
+        assert!(!overlaps("src/a.rs", "src/a.rs.orig"));
+        assert!(!overlaps("src/ab.rs", "src/a"));
+        assert!(!overlaps("README.md", "local.txt"));
+    }
 }

@@ -122,11 +122,12 @@ pub enum LandError {
         commands: Vec<String>,
     },
 
-    /// The target's worktree has uncommitted changes where the landing
-    /// commit changes files.
+    /// The target's worktree has uncommitted changes (or an untracked or
+    /// ignored file in the way) where the landing commit changes files.
     #[error(
-        "{target} is checked out in {}, which has uncommitted changes in files this merge \
-         changes: {}; nothing was changed. Commit or stash them there, then merge again",
+        "{target} is checked out in {}, which has uncommitted changes (or an untracked or \
+         ignored file in the way) in files this merge changes: {}; nothing was changed. Commit, \
+         stash or move them there, then merge again",
         worktree.display(), files.join(", ")
     )]
     TargetDirty {

@@ -204,7 +204,7 @@ fn a_dirty_target_checkout_is_refused_where_the_merge_touches_it_and_kept_elsewh
     let tip = head(&sb, &t.wt, "HEAD");
     let err = fails_with(sb.grove(&repo).args(["merge", &t.id]), 1);
     assert!(
-        err.contains("uncommitted changes in files this merge changes: README.md")
+        err.contains("in files this merge changes: README.md")
             && err.contains(&repo.display().to_string()),
         "{err}"
     );
@@ -516,4 +516,54 @@ fn gc_finishes_a_merge_killed_before_the_checkout_was_brought_along() {
         "landed\n"
     );
     assert!(!intents.join("killed.jsonl").exists());
+}
+
+/// git takes an ignored file for expendable; grove refuses to overwrite
+/// one in the target's checkout where the merge adds a file.
+#[test]
+fn an_ignored_file_in_the_way_in_the_target_checkout_is_refused() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    commit_file(&sb, &repo, ".gitignore", "build.log\n", "ignore build.log");
+    let t = task(&sb, &repo, "t");
+    std::fs::write(t.wt.join("build.log"), "the task's\n").unwrap();
+    sb.git(&t.wt, &["add", "-f", "build.log"]);
+    sb.git(&t.wt, &["commit", "-qm", "track build.log"]);
+    std::fs::write(repo.join("build.log"), "my ignored log\n").unwrap();
+    let main = head(&sb, &repo, "main");
+    let err = fails_with(sb.grove(&repo).args(["merge", &t.id]), 1);
+    assert!(
+        err.contains("ignored file in the way) in files this merge changes: build.log"),
+        "{err}"
+    );
+    assert_eq!(head(&sb, &repo, "main"), main);
+    assert_eq!(
+        std::fs::read_to_string(repo.join("build.log")).unwrap(),
+        "my ignored log\n"
+    );
+}
+
+/// A checkout that cannot be brought along after the ref moved (another
+/// git holds its index) gets the ref back: nothing changed.
+#[test]
+fn a_checkout_that_cannot_follow_puts_the_target_back() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let t = task_with_work(&sb, &repo);
+    let main = head(&sb, &repo, "main");
+    std::fs::write(repo.join(".git/index.lock"), "").unwrap();
+    let err = fails_with(sb.grove(&repo).args(["merge", &t.id]), 1);
+    assert!(
+        err.contains("could not be brought to the merged commit"),
+        "{err}"
+    );
+    assert!(err.contains("index.lock"), "{err}");
+    std::fs::remove_file(repo.join(".git/index.lock")).unwrap();
+    assert_eq!(head(&sb, &repo, "main"), main, "the ref went back");
+    assert_eq!(sb.git(&repo, &["status", "--porcelain"]), "");
+    assert!(t.wt.is_dir());
+    let journals = std::fs::read_dir(sb.grove_home().join("intents"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(journals, 0, "the step was undone, no journal left");
 }

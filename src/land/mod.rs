@@ -202,7 +202,9 @@ pub fn land(
         None => land_new_commit(repo, found, &plan, options, reporter)?,
     };
     landed.not_recorded = record::record(found, &landed).err().map(|e| e.to_string());
-    track_target(repo, &plan)?;
+    // Best effort: the merge is done; without it `rm` says why it keeps
+    // the task.
+    let _ = track_target(repo, &plan);
     finish(repo, found, options, &mut landed);
     Ok(landed)
 }

@@ -445,6 +445,10 @@ fn settings(sb: &Sandbox) -> insta::Settings {
         "[SANDBOX]",
     );
     s.add_filter(r"[0-9a-f]{40}", "[COMMIT]");
+    s.add_filter(
+        r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+        "[UUID]",
+    );
     s.add_filter(r"[0-9a-f]{12}\.\.[0-9a-f]{12}", "[OLD]..[NEW]");
     s.add_filter(r"grove/[0-9a-f]{8}", "grove/[ID8]");
     s.add_filter(r"thread-[0-9a-f]{8}", "thread-[ID8]");
@@ -470,12 +474,25 @@ fn human_output_of_merge() {
     let conflicting = task(&sb, &repo, "Conflicting");
     commit_file(&sb, &conflicting.wt, "README.md", "task's\n", "task edit");
     let t = task_with_work(&sb, &repo);
+    let failing = task_with_work(&sb, &repo);
+    let failed = human(
+        &sb,
+        &repo,
+        &[
+            "merge",
+            &failing.id,
+            "--test",
+            "echo 'expected 2, got 3'; exit 1",
+        ],
+    );
+    ok(sb.grove(&repo).args(["rm", &failing.id, "--force"]));
     let landed = human(&sb, &repo, &["merge", &t.id, "--test", "true"]);
     commit_file(&sb, &repo, "README.md", "main's\n", "main edit");
     let conflict = human(&sb, &repo, &["merge", &conflicting.id]);
     settings(&sb).bind(|| {
         insta::assert_snapshot!("merge_landed", landed);
         insta::assert_snapshot!("merge_conflict", conflict);
+        insta::assert_snapshot!("merge_test_failed", failed);
     });
 }
 

@@ -161,7 +161,11 @@ fn report(out: &Output, landed: &Landed) {
         )),
     }
     if let (Some(twt), None) = (&landed.target_worktree, &landed.already_integrated) {
-        out.status(&format!("grove: updated {} to it", twt.display()));
+        out.status(&format!(
+            "grove: updated the checkout of {} in {}",
+            landed.target,
+            twt.display()
+        ));
     }
     if let Some(why) = &landed.not_recorded {
         out.warn(&format!(

@@ -59,7 +59,7 @@ pub struct CachedThread {
 
 /// The cache's own record in each entry. A thread's own file of that name
 /// is not cached (it would take the record's place).
-pub(crate) const RECORD: &str = "cache.json";
+pub(crate) use crate::store::CACHE_RECORD as RECORD;
 
 /// `<cache>/<repo key>` for the repository at `main_root`.
 pub fn repo_dir(main_root: &Path) -> Result<PathBuf> {
@@ -360,7 +360,7 @@ pub(crate) fn mark_all(main_root: &Path, dirs: &[PathBuf], state: CacheState) ->
 /// state `remote`: its files, already written by the pull into a staging
 /// directory inside this repository's cache directory, get the cache's
 /// record and are renamed into place whole.
-pub fn add_remote(main_root: &Path, id: &str, files: crate::sync::ThreadFiles) -> Result<PathBuf> {
+pub fn add_remote(main_root: &Path, id: &str, files: crate::store::ThreadFiles) -> Result<PathBuf> {
     let dir = thread_dir(main_root, id)?;
     let repo = repo_dir(main_root)?;
     let _lock = lock(main_root)?;
@@ -514,4 +514,43 @@ pub fn remove_stale_temps(main_root: &Path) -> Result<Vec<PathBuf>> {
         }
     }
     Ok(removed)
+}
+
+/// Whether the worktree at `path` (canonical) of the bare repository at
+/// `bare_dir` is a task's made elsewhere than [`crate::home::grove_worktrees_dir`] (a
+/// `--dir` task): grove's cache, keyed by the bare directory, records one
+/// of the threads in `path`'s `.agent/threads/` as living in `path`.
+///
+/// The ids found there are only names to look up; the record, this
+/// machine's own, decides. A file in the worktree alone (a committed or
+/// pulled `thread.json`) never makes it a task's: that would let outside
+/// data turn a checkout of the user's into one `grove rm` removes.
+pub(crate) fn cached_as_task_of(path: &Path, bare_dir: &Path) -> bool {
+    // The common case, a bare repository whose tasks were all made while a
+    // worktree of the user's stood in: nothing cached under the bare
+    // directory, and no thread of the worktree to look up.
+    let Ok(cache) = repo_dir(bare_dir) else {
+        return false;
+    };
+    if !cache.is_dir() {
+        return false;
+    }
+    let threads = path
+        .join(crate::atsf::AGENT_DIR)
+        .join(crate::atsf::THREADS_DIR);
+    let Ok(listing) = std::fs::read_dir(&threads) else {
+        return false;
+    };
+    listing
+        .flatten()
+        .filter_map(|entry| entry.file_name().into_string().ok())
+        .filter(|id| crate::store::validate_thread_id(id).is_ok())
+        .any(|id| cached_worktree(&cache.join(id)).as_deref() == Some(path))
+}
+
+/// The worktree a cache entry's record places its thread in.
+fn cached_worktree(entry: &Path) -> Option<PathBuf> {
+    let bytes = crate::fsutil::read(&entry.join(RECORD)).ok()?;
+    let record: CacheRecord = serde_json::from_slice(crate::atsf::strip_bom(&bytes)).ok()?;
+    Some(PathBuf::from(record.worktree_path)).filter(|p| !p.as_os_str().is_empty())
 }

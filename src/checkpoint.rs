@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::atsf::{GitState, ThreadMeta};
 use crate::discovery::{Found, Status};
 use crate::error::{Error, Result};
-use crate::gitcmd::Git;
+use crate::git::cmd::Git;
 use crate::worktree::carry;
 
 /// What the user adds to a checkpoint.

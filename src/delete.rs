@@ -267,7 +267,7 @@ fn delete_thread_files(t: &Found) -> Result<()> {
     }
     if let Some(wt) = &t.worktree
         && wt.is_dir()
-        && let Ok(git) = crate::gitcmd::Git::find()
+        && let Ok(git) = crate::git::cmd::Git::find()
         && let Ok(file) = exclude::exclude_file(&git, wt)
     {
         let rel = Path::new(crate::atsf::AGENT_DIR)

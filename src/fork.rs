@@ -18,8 +18,8 @@ use crate::atsf::{
 };
 use crate::discovery::Found;
 use crate::error::{Error, IoContext, Result};
-use crate::hooks::HookReporter;
 use crate::project::Project;
+use crate::setup::HookReporter;
 use crate::store::{Snapshot, StagedThread, Store, Thread, ThreadLock, set_recorded_length};
 use crate::worktree::{self, CreatedTask, MakeThread, NewTask};
 

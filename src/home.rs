@@ -72,3 +72,11 @@ pub fn worktrees_dir(main_root: &Path) -> Result<PathBuf> {
 pub fn cache_root() -> Result<PathBuf> {
     Ok(data_dir()?.join("cache"))
 }
+
+/// `<data dir>/worktrees/`, resolved: where grove puts every task's
+/// worktree unless told otherwise, so a worktree under it is a task's
+/// (grove's own choice of place, not anything the worktree holds).
+pub(crate) fn grove_worktrees_dir() -> Option<PathBuf> {
+    let dir = data_dir().ok()?.join("worktrees");
+    Some(dir.canonicalize().unwrap_or(dir))
+}

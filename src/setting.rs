@@ -81,6 +81,10 @@ fn first<T>(
     }
 }
 
+/// Default prefix of generated branch names; `grove.branchPrefix` in
+/// `config.json` or `branch-prefix` in the personal config changes it.
+pub const DEFAULT_BRANCH_PREFIX: &str = "grove/";
+
 /// The prefix of generated branch names: the repository's
 /// `grove.branchPrefix` (its config at `config_file`), else the user's
 /// `branch-prefix`, else `grove/`.
@@ -92,11 +96,7 @@ pub fn branch_prefix(config: Option<&Config>, config_file: &Path) -> Setting<Str
         .ok()
         .and_then(|u| u.branch_prefix.clone())
         .map(|p| (p, "branch-prefix"));
-    first(
-        repository,
-        user,
-        crate::worktree::DEFAULT_BRANCH_PREFIX.to_string(),
-    )
+    first(repository, user, DEFAULT_BRANCH_PREFIX.to_string())
 }
 
 /// The agent of a new thread: `explicit` (from the command line), else the

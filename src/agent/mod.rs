@@ -11,9 +11,9 @@
 //! `"gemini"`, `"opencode"`), so its conversation is captured and resumed
 //! like theirs.
 
-pub mod launch;
-pub mod resume;
-pub mod session;
+pub mod homes;
+pub mod marks;
+pub mod program;
 pub mod settings;
 
 use serde::{Deserialize, Serialize};

@@ -173,7 +173,7 @@ impl Settings {
         let (Some(hash), Some(root)) = (self.project_hash(), &self.project_root) else {
             return Ok(true);
         };
-        crate::hooks::TrustStore::open()?.is_trusted(root, &hash)
+        crate::setup::TrustStore::open()?.is_trusted(root, &hash)
     }
 
     /// Records the project's commands as trusted.
@@ -181,7 +181,7 @@ impl Settings {
         let (Some(hash), Some(root)) = (self.project_hash(), &self.project_root) else {
             return Ok(None);
         };
-        crate::hooks::TrustStore::open()?.trust(root, &hash)
+        crate::setup::TrustStore::open()?.trust(root, &hash)
     }
 }
 

@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::{SessionRecord, ledger, sync, transcripts};
+use super::{SessionRecord, catchup, ledger, transcripts};
 use crate::agent::Native;
 use crate::atsf::ThreadMeta;
 use crate::error::Result;
@@ -88,7 +88,7 @@ pub fn look(thread: &Thread, meta: &ThreadMeta, repo_root: &Path) -> Result<Adop
         .filter(|f| !ledger::has(repo_root, thread.id(), &f.session_id))
         .collect();
     if !new.is_empty() {
-        let others = sync::sessions_of_siblings(thread, repo_root);
+        let others = catchup::sessions_of_siblings(thread, repo_root);
         for f in new.into_iter().filter(|f| !others.contains(&f.session_id)) {
             adopt(thread, repo_root, native, f, &mut adopted);
         }
@@ -119,7 +119,7 @@ fn adopt(
         extra: Default::default(),
     };
     adopted.sessions += 1;
-    match sync::session(thread, repo_root, native, &record) {
+    match catchup::session(thread, repo_root, native, &record) {
         Ok(c) => adopted.added += c.added(),
         Err(e) => adopted
             .problems

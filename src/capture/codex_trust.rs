@@ -385,7 +385,7 @@ pub fn trust(config: &Path, hooks_file: &Path, entries: &[Entry]) -> Result<Trus
     }
     report.trusted.extend(added.iter().map(|e| e.key.clone()));
     if new_text != text {
-        let written = super::install::write_text(config, current.as_deref(), &new_text)?;
+        let written = super::textedit::write_text(config, current.as_deref(), &new_text)?;
         if !written {
             return Err(Error::Refused(format!(
                 "{} changed while grove edited it; nothing was written — run the command again",
@@ -479,9 +479,9 @@ pub fn untrust(config: &Path, hooks_file: &Path) -> Result<Untrusted> {
     }
     if stripped != text {
         let done = if stripped.is_empty() && record.created_file {
-            super::install::remove_text(config, &text)?
+            super::textedit::remove_text(config, &text)?
         } else {
-            super::install::write_text(config, Some(&text), &stripped)?
+            super::textedit::write_text(config, Some(&text), &stripped)?
         };
         if !done {
             return Err(Error::Refused(format!(

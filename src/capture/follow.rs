@@ -16,7 +16,7 @@
 //! starting another. The hook itself returns at once: the follower has its
 //! own process group, no standard streams, and nothing waits for it.
 //!
-//! The follower captures with [`super::sync::session`], under the thread's
+//! The follower captures with [`super::catchup::session`], under the thread's
 //! capture lock like a hook, so nothing is added twice or skipped. It
 //! reads only what this machine recorded of the session ([`super::ledger`]).
 
@@ -194,7 +194,7 @@ pub fn run(native: Native, cwd: &Path, session: &str) -> Result<Followed> {
                 std::thread::sleep(POLL);
                 continue;
             }
-            match super::sync::session(&thread, &project.main_root, native, &record) {
+            match super::catchup::session(&thread, &project.main_root, native, &record) {
                 Ok(c) => {
                     followed.added += c.added();
                     seen = len;
@@ -212,7 +212,7 @@ pub fn run(native: Native, cwd: &Path, session: &str) -> Result<Followed> {
 fn behind(thread: &Thread, record: &super::SessionRecord) -> bool {
     thread
         .meta()
-        .map_or(true, |meta| super::sync::behind(&meta, record))
+        .map_or(true, |meta| super::catchup::behind(&meta, record))
 }
 
 /// The thread this machine captures `session` into, and the session as

@@ -76,7 +76,7 @@ pub fn events(native: Native) -> &'static [&'static str] {
             "SessionEnd",
         ],
         // The events grove's plugin passes on (see `super::opencode`).
-        Native::OpenCode => super::opencode::EVENTS,
+        Native::OpenCode => OPENCODE_EVENTS,
     }
 }
 
@@ -88,8 +88,8 @@ pub fn timeout(native: Native, event: &str) -> u64 {
     match (native, event) {
         (Native::Codex, "SessionEnd") => 3,
         // Gemini counts in milliseconds.
-        (Native::Gemini, _) => super::install::HOOK_TIMEOUT_SECS * 1000,
-        _ => super::install::HOOK_TIMEOUT_SECS,
+        (Native::Gemini, _) => HOOK_TIMEOUT_SECS * 1000,
+        _ => HOOK_TIMEOUT_SECS,
     }
 }
 
@@ -356,6 +356,22 @@ pub fn grove_events(text: &str, native: Native) -> Vec<String> {
 pub fn is_empty_object(text: &str) -> bool {
     jsontext::parse(text).is_some_and(|r| matches!(&r.kind, Kind::Object(m) if m.is_empty()))
 }
+
+/// How long an agent lets one capture hook run (seconds). Capture itself
+/// gives up waiting well before.
+pub const HOOK_TIMEOUT_SECS: u64 = 15;
+
+/// The events the plugin passes on (`session.status` as
+/// `session.status.<busy|idle|retry>`).
+pub const OPENCODE_EVENTS: &[&str] = &[
+    "session.created",
+    "session.status",
+    "message.updated",
+    "tool.execute.after",
+    "session.idle",
+    "session.error",
+    "permission.asked",
+];
 
 #[cfg(test)]
 mod tests {

@@ -38,147 +38,12 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::hookfile::{self, Created};
+use super::textedit::{link_refusal, remove_text, tracked, write_text};
 use crate::agent::Native;
 use crate::error::{Error, Result};
 
-/// How long an agent lets one capture hook run (seconds). Capture itself
-/// gives up waiting well before.
-pub const HOOK_TIMEOUT_SECS: u64 = 15;
-
-/// An event whose hook grove did not install, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Skipped {
-    /// The agent's event (`Stop`).
-    pub event: String,
-    /// Why, for a person: what grove found and left alone.
-    pub reason: String,
-}
-
-/// What an installation did for one agent.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Installed {
-    /// The agent (`claude-code`, `codex`).
-    pub agent: &'static str,
-    /// The file the hooks are in, or would have gone into.
-    pub file: PathBuf,
-    /// The events that have grove's hook now (put in now, or already
-    /// there).
-    pub installed: Vec<String>,
-    /// The events that have not, each with why.
-    pub skipped: Vec<Skipped>,
-    /// Files written (none when everything was in place already).
-    pub files: Vec<PathBuf>,
-    /// Codex: what `--trust-agent` recorded in the user's Codex config.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub trust: Option<super::codex_trust::Trusted>,
-}
-
-impl Installed {
-    pub(super) fn new(native: Native, file: PathBuf) -> Installed {
-        Installed {
-            agent: native.agent_id(),
-            file,
-            installed: Vec::new(),
-            skipped: Vec::new(),
-            files: Vec::new(),
-            trust: None,
-        }
-    }
-
-    /// Every event skipped, for `reason`.
-    pub(super) fn refused(mut self, native: Native, reason: &str) -> Installed {
-        self.installed.clear();
-        self.skipped = hookfile::events(native)
-            .iter()
-            .map(|e| Skipped {
-                event: e.to_string(),
-                reason: reason.to_string(),
-            })
-            .collect();
-        self
-    }
-
-    /// What was not installed, for a person: one line per reason, naming
-    /// its events unless it concerns them all.
-    pub fn problems(&self) -> Vec<String> {
-        let mut reasons: Vec<(&str, Vec<&str>)> = Vec::new();
-        for s in &self.skipped {
-            match reasons.iter_mut().find(|(r, _)| *r == s.reason) {
-                Some((_, events)) => events.push(&s.event),
-                None => reasons.push((&s.reason, vec![&s.event])),
-            }
-        }
-        let whole = self.installed.is_empty() && reasons.len() == 1;
-        reasons
-            .into_iter()
-            .map(|(reason, events)| {
-                if whole {
-                    format!("{} capture hooks not installed: {reason}", self.agent)
-                } else {
-                    format!(
-                        "{} capture hook not installed for {}: {reason}",
-                        self.agent,
-                        events.join(", ")
-                    )
-                }
-            })
-            .collect()
-    }
-}
-
-/// What an uninstallation did for one agent.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Removed {
-    /// The agent (`claude-code`, `codex`).
-    pub agent: &'static str,
-    /// The file grove's hooks were looked for in.
-    pub file: PathBuf,
-    /// The events whose grove hook was taken out.
-    pub removed: Vec<String>,
-    /// Files changed or deleted.
-    pub files: Vec<PathBuf>,
-    /// Why grove could not look, when it could not (grove's hooks may
-    /// still be there).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub problem: Option<String>,
-    /// Codex: the other tasks whose sessions grove's hooks still capture
-    /// (the repository's hooks stay for them).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub kept_for: Vec<String>,
-    /// Codex: the trust grove had recorded in the user's Codex config, taken
-    /// out with the hooks.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub trust: Option<super::codex_trust::Untrusted>,
-}
-
-impl Removed {
-    pub(super) fn new(native: Native, file: PathBuf) -> Removed {
-        Removed {
-            agent: native.agent_id(),
-            file,
-            removed: Vec::new(),
-            files: Vec::new(),
-            problem: None,
-            kept_for: Vec::new(),
-            trust: None,
-        }
-    }
-
-    /// Adds what `other` removed (an older grove's hooks elsewhere).
-    fn merge(&mut self, other: Removed) {
-        for e in other.removed {
-            if !self.removed.contains(&e) {
-                self.removed.push(e);
-            }
-        }
-        self.files.extend(other.files);
-        if self.problem.is_none() {
-            self.problem = other.problem;
-        }
-    }
-}
+pub use super::hookfile::HOOK_TIMEOUT_SECS;
+pub use super::report::{Installed, Removed, Skipped};
 
 /// The command a hook runs: grove itself by its absolute path, quoted for
 /// the shell the agent runs hooks with. Claude Code's and Gemini CLI's name
@@ -437,7 +302,7 @@ impl Edit<'_> {
             return Ok(Some(report));
         }
         if added.text != text || current.is_missing() {
-            if !write_settings(file, current.existing(), &added.text)? {
+            if !write_text(file, current.existing(), &added.text)? {
                 return Ok(None);
             }
             report.files.push(file.to_path_buf());
@@ -479,9 +344,9 @@ impl Edit<'_> {
         }
         let delete = hookfile::is_empty_object(&stripped) && record.is_none_or(|r| r.created_file);
         let done = if delete {
-            remove_settings(file, &text)?
+            remove_text(file, &text)?
         } else {
-            write_settings(file, Some(&text), &stripped)?
+            write_text(file, Some(&text), &stripped)?
         };
         if !done {
             return Ok(false);
@@ -706,20 +571,6 @@ fn parent(file: &Path) -> &Path {
     file.parent().unwrap_or(Path::new("."))
 }
 
-/// Why grove will not touch `file`: it, or a directory on its way from the
-/// worktree, is a symbolic link (grove would write wherever it points).
-pub(super) fn link_refusal(worktree: &Path, file: &Path) -> Option<String> {
-    let link = crate::fsutil::check_no_links_below(worktree, file).err()?;
-    Some(match link {
-        Error::Symlink { path, .. } => format!(
-            "{} is a symbolic link; grove does not write through links, so it leaves it alone \
-             (replace it with a file to have grove edit it)",
-            path.display()
-        ),
-        other => other.to_string(),
-    })
-}
-
 /// The agent's hooks file as grove found it.
 enum Settings {
     Missing,
@@ -779,63 +630,6 @@ fn read_settings(file: &Path) -> Result<Settings> {
         Ok(v) if !v.is_object() => refused("not a JSON object".into()),
         Ok(_) => Ok(Settings::Text(text)),
     }
-}
-
-/// [`write_settings`], for the other files grove edits as text (Codex's
-/// config).
-pub(super) fn write_text(file: &Path, before: Option<&str>, text: &str) -> Result<bool> {
-    write_settings(file, before, text)
-}
-
-/// [`remove_settings`], for the other files grove edits as text.
-pub(super) fn remove_text(file: &Path, old: &str) -> Result<bool> {
-    remove_settings(file, old)
-}
-
-/// Writes `text` into `file` unless it changed since grove read `before`
-/// (`None`: it was missing); returns whether it wrote. The new file keeps the old one's permissions.
-fn write_settings(file: &Path, before: Option<&str>, text: &str) -> Result<bool> {
-    use std::io::Write;
-    let Some(old) = before else {
-        return crate::fsutil::write_new(file, text.as_bytes());
-    };
-    let Some(mode) = unchanged_permissions(file, old)? else {
-        return Ok(false);
-    };
-    let mut tmp = crate::fsutil::temp_file_beside(file)?;
-    tmp.write_all(text.as_bytes())
-        .and_then(|()| tmp.as_file().set_permissions(mode))
-        .and_then(|()| tmp.as_file().sync_all())
-        .map_err(|e| Error::io("writing", tmp.path(), e))?;
-    // Checked again at the last moment: an agent saving the file meanwhile
-    // (Claude Code records an allowed command there) is not overwritten.
-    if unchanged_permissions(file, old)?.is_none() {
-        return Ok(false);
-    }
-    tmp.persist(file)
-        .map_err(|e| Error::io("replacing", file, e.error))?;
-    crate::fsutil::sync_dir(parent(file))?;
-    Ok(true)
-}
-
-/// Deletes `file` unless it changed since grove read `old`.
-fn remove_settings(file: &Path, old: &str) -> Result<bool> {
-    if unchanged_permissions(file, old)?.is_none() {
-        return Ok(false);
-    }
-    std::fs::remove_file(file).map_err(|e| Error::io("removing", file, e))?;
-    Ok(true)
-}
-
-/// The permissions of `file` when it still holds `old`.
-fn unchanged_permissions(file: &Path, old: &str) -> Result<Option<std::fs::Permissions>> {
-    let Ok(meta) = std::fs::symlink_metadata(file) else {
-        return Ok(None);
-    };
-    Ok(
-        (crate::fsutil::read_opt(file)?.as_deref() == Some(old.as_bytes()))
-            .then(|| meta.permissions()),
-    )
 }
 
 /// What install created for one hooks file, kept in grove's data directory
@@ -967,7 +761,7 @@ fn hide(worktree: &Path, dir: &Path, file: &Path) -> Result<Hidden> {
         // The repository's own .gitignore there (or a link): the
         // repository's exclude file takes the path instead.
         _ => {
-            let git = crate::gitcmd::Git::find()?;
+            let git = crate::git::cmd::Git::find()?;
             let exclude = crate::worktree::exclude::exclude_file(&git, worktree)?;
             let relative = file.strip_prefix(worktree).unwrap_or(file);
             let pattern = crate::worktree::exclude::pattern_for(relative)?;
@@ -1028,25 +822,11 @@ fn unhide(
         }
     }
     if let Some(pattern) = record.and_then(|r| r.exclude.as_ref()) {
-        let git = crate::gitcmd::Git::find()?;
+        let git = crate::git::cmd::Git::find()?;
         let exclude = crate::worktree::exclude::exclude_file(&git, worktree)?;
         crate::worktree::exclude::remove(&exclude, std::slice::from_ref(pattern))?;
     }
     Ok(changed)
-}
-
-/// Whether the repository of `worktree` tracks `file`.
-pub(super) fn tracked(worktree: &Path, file: &Path) -> bool {
-    let Ok(repo) = git2::Repository::open(worktree) else {
-        return false;
-    };
-    let Ok(index) = repo.index() else {
-        return false;
-    };
-    let Ok(relative) = file.strip_prefix(worktree) else {
-        return false;
-    };
-    index.get_path(relative, 0).is_some()
 }
 
 #[cfg(test)]

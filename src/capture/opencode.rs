@@ -33,22 +33,12 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::install::{Installed, Removed};
 use super::jsontext::{self, Child, Kind, Out, Style};
+use super::report::{Installed, Removed};
 use crate::agent::Native;
 use crate::error::{Error, Result};
 
-/// The events the plugin passes on (`session.status` as
-/// `session.status.<busy|idle|retry>`).
-pub const EVENTS: &[&str] = &[
-    "session.created",
-    "session.status",
-    "message.updated",
-    "tool.execute.after",
-    "session.idle",
-    "session.error",
-    "permission.asked",
-];
+pub use super::hookfile::OPENCODE_EVENTS as EVENTS;
 
 /// The plugin's file name.
 const FILE_NAME: &str = "grove-capture.js";
@@ -221,13 +211,13 @@ enum Config {
 }
 
 fn read_config(worktree: &Path, file: &Path) -> Result<Config> {
-    if super::install::tracked(worktree, file) {
+    if super::textedit::tracked(worktree, file) {
         return Ok(Config::Refused(format!(
             "{} is tracked by the repository",
             file.display()
         )));
     }
-    if let Some(reason) = super::install::link_refusal(worktree, file) {
+    if let Some(reason) = super::textedit::link_refusal(worktree, file) {
         return Ok(Config::Refused(reason));
     }
     let Some(bytes) = crate::fsutil::read_opt(file)? else {
@@ -395,7 +385,7 @@ pub fn install(worktree: &Path, thread: &str, grove: &Path) -> Result<Installed>
         }
     };
     if added != text {
-        if !super::install::write_text(&file, before, &added)? {
+        if !super::textedit::write_text(&file, before, &added)? {
             return Err(Error::Refused(format!(
                 "{} changed while grove edited it; nothing was written — run the command again",
                 file.display()
@@ -420,7 +410,7 @@ pub fn install(worktree: &Path, thread: &str, grove: &Path) -> Result<Installed>
 /// Keeps `file` out of `git status` through the repository's exclude file;
 /// the pattern, when this added it.
 fn exclude(worktree: &Path, file: &Path) -> Result<Option<String>> {
-    let git = crate::gitcmd::Git::find()?;
+    let git = crate::git::cmd::Git::find()?;
     let exclude = crate::worktree::exclude::exclude_file(&git, worktree)?;
     let relative = file.strip_prefix(worktree).unwrap_or(file);
     let pattern = crate::worktree::exclude::pattern_for(relative)?;
@@ -469,9 +459,9 @@ pub fn uninstall(worktree: &Path, thread: &str) -> Result<Removed> {
         }
         let delete = record.as_ref().is_some_and(|r| r.created_file) && holds_nothing(&stripped);
         let done = if delete {
-            super::install::remove_text(&file, &text)?
+            super::textedit::remove_text(&file, &text)?
         } else {
-            super::install::write_text(&file, Some(&text), &stripped)?
+            super::textedit::write_text(&file, Some(&text), &stripped)?
         };
         if !done {
             report.problem = Some(format!(
@@ -509,7 +499,7 @@ fn unexclude(worktree: &Path, record: &Record) -> Result<()> {
     let Some(pattern) = &record.exclude else {
         return Ok(());
     };
-    let git = crate::gitcmd::Git::find()?;
+    let git = crate::git::cmd::Git::find()?;
     let exclude = crate::worktree::exclude::exclude_file(&git, worktree)?;
     crate::worktree::exclude::remove(&exclude, std::slice::from_ref(pattern))
 }

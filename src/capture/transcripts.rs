@@ -22,28 +22,7 @@ use std::time::SystemTime;
 
 use crate::agent::Native;
 
-/// Claude Code's configuration directory.
-pub fn claude_home() -> Option<PathBuf> {
-    env_dir("CLAUDE_CONFIG_DIR").or_else(|| Some(dirs::home_dir()?.join(".claude")))
-}
-
-/// Codex's home directory.
-pub fn codex_home() -> Option<PathBuf> {
-    env_dir("CODEX_HOME").or_else(|| Some(dirs::home_dir()?.join(".codex")))
-}
-
-fn env_dir(var: &str) -> Option<PathBuf> {
-    std::env::var_os(var)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-}
-
-/// Gemini CLI's directory: `$GEMINI_CLI_HOME/.gemini`, else `~/.gemini`.
-pub fn gemini_home() -> Option<PathBuf> {
-    env_dir("GEMINI_CLI_HOME")
-        .or_else(dirs::home_dir)
-        .map(|h| h.join(".gemini"))
-}
+pub use crate::agent::homes::{claude_home, codex_home, gemini_home};
 
 /// Gemini's folders of the projects `roots` (`tmp/<project>/`): those whose
 /// `.project_root` names one of them.

@@ -30,7 +30,7 @@ pub fn run(args: Args, archived: bool, cwd: &Path, out: &Output) -> anyhow::Resu
         .collect::<Result<Vec<_>, _>>()?;
     let mut rows = Vec::new();
     for f in &found {
-        let changed = grove::threads::set_archived(f, archived)?;
+        let changed = grove::archive::set_archived(f, archived)?;
         if !changed {
             out.status(&format!(
                 "grove: {} is already {}",

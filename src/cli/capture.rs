@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 
 use grove::agent::Native;
-use grove::capture::{self, hook};
+use grove::capture::{self, event};
 use grove::project::Project;
 
 use super::Output;
@@ -135,7 +135,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
 /// A hook's follow-up: whatever happens goes to the log.
 fn follow(args: &FollowArgs) -> u8 {
     let Some(native) = Native::from_name(&args.agent) else {
-        hook::log(None, &format!("capture follow: no agent {:?}", args.agent));
+        event::log(None, &format!("capture follow: no agent {:?}", args.agent));
         return super::exit::SUCCESS;
     };
     match capture::follow::run(native, &args.cwd, &args.session) {
@@ -152,10 +152,10 @@ fn follow(args: &FollowArgs) -> u8 {
                 for p in &f.problems {
                     line.push_str(&format!(" problem: {p}"));
                 }
-                hook::log(Some(thread), &line);
+                event::log(Some(thread), &line);
             }
         }
-        Err(e) => hook::log(
+        Err(e) => event::log(
             None,
             &format!("capture follow {} {}: {e}", native.format(), args.session),
         ),
@@ -175,23 +175,23 @@ fn run_hook(native: Native, args: HookArgs, cwd: &Path, out: &Output) -> u8 {
     }
     let mut bytes = Vec::new();
     if let Err(e) = std::io::stdin()
-        .take(hook::MAX_INPUT)
+        .take(event::MAX_INPUT)
         .read_to_end(&mut bytes)
     {
-        hook::log(
+        event::log(
             None,
             &format!("capture {}: reading stdin: {e}", native.format()),
         );
         return super::exit::SUCCESS;
     }
-    let input = match hook::HookInput::parse(&bytes) {
+    let input = match event::HookInput::parse(&bytes) {
         Ok(i) => i,
         Err(e) => {
-            hook::log(None, &format!("capture {}: {e}", native.format()));
+            event::log(None, &format!("capture {}: {e}", native.format()));
             return super::exit::SUCCESS;
         }
     };
-    let request = hook::Request {
+    let request = event::Request {
         native,
         input: input.clone(),
         thread: args.thread,
@@ -199,11 +199,11 @@ fn run_hook(native: Native, args: HookArgs, cwd: &Path, out: &Output) -> u8 {
         cwd: cwd.to_path_buf(),
         runner: parent_process(),
     };
-    match hook::handle(&request) {
+    match event::handle(&request) {
         Ok(h) => {
-            hook::log(
+            event::log(
                 Some(&h.thread),
-                &hook::describe(&h, input.session_id.as_deref()),
+                &event::describe(&h, input.session_id.as_deref()),
             );
             if let Some(session) = h.session.as_deref()
                 && capture::follow::expects_more(&h.event)
@@ -214,16 +214,16 @@ fn run_hook(native: Native, args: HookArgs, cwd: &Path, out: &Output) -> u8 {
                         capture::follow::request(
                             &grove,
                             native,
-                            &hook::input_cwd(&input, cwd),
+                            &event::input_cwd(&input, cwd),
                             session,
                         )
                     });
                 if let Err(e) = started {
-                    hook::log(Some(&h.thread), &format!("follow-up not started: {e}"));
+                    event::log(Some(&h.thread), &format!("follow-up not started: {e}"));
                 }
             }
         }
-        Err(e) => hook::log(
+        Err(e) => event::log(
             None,
             &format!(
                 "capture {} {}: {e}",
@@ -512,14 +512,14 @@ fn sync(args: SyncArgs, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         .parse::<jiff::Timestamp>()
         .map(std::time::SystemTime::from)
         .unwrap_or(std::time::UNIX_EPOCH);
-    let (mut added, mut problems) = capture::sync::catch_up(&thread, &project.main_root)?;
+    let (mut added, mut problems) = capture::catchup::catch_up(&thread, &project.main_root)?;
     let natives: Vec<Native> = match Native::from_name(&meta.agent.id) {
         Some(n) => vec![n],
         None => vec![Native::Claude, Native::Codex],
     };
     for native in natives {
         let (n, p) =
-            capture::sync::adopt_since(&thread, &project.main_root, native, &worktree, since)?;
+            capture::catchup::adopt_since(&thread, &project.main_root, native, &worktree, since)?;
         added += n;
         problems.extend(p);
     }

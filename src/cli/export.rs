@@ -3,8 +3,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use grove::agent::{Native, resume};
+use grove::agent::Native;
 use grove::export::{self, Format};
+use grove::launch::resume;
 use grove::secrets::Policy;
 
 use super::Output;
@@ -165,7 +166,7 @@ fn run_native(args: &Args, native: Native, cwd: &Path, out: &Output) -> anyhow::
         Some(p) if p == Path::new("-") => {
             let stdout = std::io::stdout().lock();
             let mut w = std::io::BufWriter::with_capacity(256 * 1024, stdout);
-            let report = export::native::write(thread, native, &session, &run_in, &mut w)?;
+            let report = export::write_session(thread, native, &session, &run_in, &mut w)?;
             w.flush()?;
             (None, report)
         }
@@ -173,7 +174,7 @@ fn run_native(args: &Args, native: Native, cwd: &Path, out: &Output) -> anyhow::
             let path = cwd.join(p);
             refuse_thread_file(&path)?;
             let report = resume::write_new(&path, |w| {
-                export::native::write(thread, native, &session, &run_in, w)
+                export::write_session(thread, native, &session, &run_in, w)
             })?;
             (Some(path), report)
         }

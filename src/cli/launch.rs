@@ -3,7 +3,8 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use grove::agent::{self, AgentSpec, Origin, Settings, session};
+use grove::agent::{self, AgentSpec, Origin, Settings};
+use grove::launch::session;
 use grove::project::Project;
 use grove::store::Thread;
 

@@ -482,10 +482,10 @@ fn catch_up(threads: &mut [Found]) -> Vec<String> {
             .entry(f.repo_root.clone())
             .or_insert_with(|| grove::capture::ledger::threads_with_sessions(&f.repo_root))
             .contains(&f.meta.thread_id);
-        if !has_sessions || !grove::capture::sync::pending(&f.repo_root, &f.meta) {
+        if !has_sessions || !grove::capture::catchup::pending(&f.repo_root, &f.meta) {
             continue;
         }
-        match grove::capture::sync::catch_up(&f.thread, &f.repo_root) {
+        match grove::capture::catchup::catch_up(&f.thread, &f.repo_root) {
             Ok((_, errors)) => warnings.extend(
                 errors
                     .into_iter()

@@ -5,7 +5,6 @@ mod append;
 mod archive;
 mod capture;
 mod checkpoint;
-mod complete;
 mod completions;
 mod config;
 mod delete;
@@ -17,15 +16,12 @@ mod handoff;
 mod import;
 mod init;
 mod launch;
-mod lazy;
 mod list;
 mod man;
 mod mention;
 mod merge;
 mod new;
-mod output;
 mod path;
-mod progress;
 mod pull;
 mod push;
 mod repair;
@@ -36,9 +32,8 @@ mod search;
 mod shell_init;
 mod show;
 mod switch;
-mod table;
-mod tree;
 mod trust;
+mod ui;
 mod validate;
 
 use std::path::PathBuf;
@@ -46,6 +41,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use lazy::Lazy;
+use ui::{complete, lazy, output, progress, table, tree};
 
 pub use output::Output;
 
@@ -277,7 +273,7 @@ pub fn main() -> ExitCode {
             return ExitCode::from(exit::USAGE);
         }
     }
-    grove::gitcmd::set_verbose(cli.verbose);
+    grove::git::cmd::set_verbose(cli.verbose);
     if let Ok(exe) = std::env::current_exe() {
         grove::trash::set_background_deleter(exe);
     }

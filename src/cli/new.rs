@@ -247,7 +247,7 @@ fn then_launch(
     else {
         return Ok(super::exit::SUCCESS);
     };
-    let options = grove::agent::session::Options {
+    let options = grove::launch::session::Options {
         prompt: None,
         resume: None,
         capture: !args.no_capture,
@@ -276,7 +276,7 @@ fn created_json(created: &worktree::CreatedTask) -> serde_json::Value {
         "hooks": created.hooks,
         "carried": created.carried,
         "problems": created.problems,
-        "interrupted": created.interrupted.map(grove::hooks::interrupt::signal_name),
+        "interrupted": created.interrupted.map(grove::setup::interrupt::signal_name),
     })
 }
 
@@ -287,7 +287,7 @@ pub fn interrupted_exit(created: &worktree::CreatedTask, out: &Output) -> Option
     out.warn(&format!(
         "interrupted by {}: the running hook was stopped with its processes, the rest skipped; \
          the worktree and its thread are kept",
-        grove::hooks::interrupt::signal_name(signal)
+        grove::setup::interrupt::signal_name(signal)
     ));
     Some(u8::try_from(128 + signal).unwrap_or(super::exit::ERROR))
 }
@@ -301,8 +301,8 @@ pub fn report_created(created: &worktree::CreatedTask, out: &Output) -> usize {
         out.status(&format!(
             "grove: {} hook(s): {} ok, {failed} failed, {} skipped",
             created.hooks.len(),
-            count(grove::hooks::HookStatus::Ok),
-            count(grove::hooks::HookStatus::Skipped),
+            count(grove::setup::HookStatus::Ok),
+            count(grove::setup::HookStatus::Skipped),
         ));
     }
     if let Some(c) = &created.carried {
@@ -515,7 +515,7 @@ fn exec_in(
     id: &str,
     ports: &[u16],
 ) -> anyhow::Result<i32> {
-    let mut expr = grove::hooks::shell(cmd)
+    let mut expr = grove::setup::shell(cmd)
         .dir(worktree)
         .env("GROVE_PROMPT", prompt)
         .env("GROVE_THREAD_ID", id)

@@ -2,8 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use grove::agent::{Native, resume, session};
+use grove::agent::Native;
 use grove::discovery::Found;
+use grove::launch::{resume, session};
 use grove::project::Project;
 use grove::store::Thread;
 use grove::worktree::{self, ReviveOptions};
@@ -74,7 +75,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let resume_cmd = spec.resume.clone().unwrap_or_default();
     // Nothing is made or written for an agent that cannot start.
     let program =
-        grove::agent::launch::program(resume_cmd.first().map_or("", String::as_str), &spec)?;
+        grove::agent::program::program(resume_cmd.first().map_or("", String::as_str), &spec)?;
     let (thread, worktree) = place(&project, &found, &args, out)?;
     catch_up(&thread, &project.main_root, out);
     let session = match resume::own_session(&thread, native, &project.main_root) {
@@ -153,7 +154,7 @@ fn catch_up(thread: &Thread, repo_root: &Path, out: &Output) {
         }
         Err(e) => out.warn(&format!("finding sessions run by hand: {e}")),
     }
-    match grove::capture::sync::catch_up(thread, repo_root) {
+    match grove::capture::catchup::catch_up(thread, repo_root) {
         Ok((_, errors)) => {
             for e in errors {
                 out.warn(&e);

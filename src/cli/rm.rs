@@ -95,11 +95,11 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
 }
 
 /// The teardown commands' outcomes on stderr: failures and skips named.
-pub fn report_teardown(out: &Output, outcomes: &[grove::hooks::HookOutcome]) {
+pub fn report_teardown(out: &Output, outcomes: &[grove::setup::HookOutcome]) {
     for o in outcomes {
         let label = super::output::escape_line(&o.label);
         match o.status {
-            grove::hooks::HookStatus::Ok => {
+            grove::setup::HookStatus::Ok => {
                 out.status(&format!("grove: teardown `{label}` ok"));
             }
             _ => out.warn(&format!(

@@ -163,10 +163,10 @@ fn catch_up(thread: &grove::store::Thread, repo_root: &Path, out: &Output) -> bo
     } else {
         meta
     };
-    if !grove::capture::sync::pending(repo_root, &meta) {
+    if !grove::capture::catchup::pending(repo_root, &meta) {
         return adopted.added > 0;
     }
-    match grove::capture::sync::catch_up(thread, repo_root) {
+    match grove::capture::catchup::catch_up(thread, repo_root) {
         Ok((n, errors)) => {
             for e in errors {
                 out.warn(&format!("capture: {e}"));

@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
-use grove::hooks::{TrustStore, commands_hash};
 use grove::project::Project;
+use grove::setup::{TrustStore, commands_hash};
 
 use super::Output;
 
@@ -112,7 +112,7 @@ fn trust_teardown(
     json: bool,
     out: &Output,
 ) -> anyhow::Result<String> {
-    let hash = grove::hooks::teardown_hash(commands);
+    let hash = grove::setup::teardown_hash(commands);
     if let Some(saved) = TrustStore::open()?.trust(&project.main_root, &hash)? {
         out.warn(&format!(
             "the trust store could not be read; it was kept as {} and a new one started",

@@ -38,14 +38,14 @@ impl CodexSetup {
         let program = which::which("codex").ok();
         CodexSetup {
             model_provider: configured_provider().unwrap_or_else(|| "openai".into()),
-            cli_version: program.and_then(|p| crate::agent::launch::version(&p)),
+            cli_version: program.and_then(|p| crate::agent::program::version(&p)),
         }
     }
 }
 
 /// `model_provider` in Codex's config (the active profile's first).
 fn configured_provider() -> Option<String> {
-    let path = crate::capture::transcripts::codex_home()?.join("config.toml");
+    let path = crate::agent::homes::codex_home()?.join("config.toml");
     let text = crate::fsutil::read_opt(&path).ok()??;
     let config: toml::Table = std::str::from_utf8(&text).ok()?.parse().ok()?;
     let provider = |t: &toml::Table| t.get("model_provider")?.as_str().map(str::to_string);

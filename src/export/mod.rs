@@ -128,3 +128,30 @@ pub(crate) fn tool_summary(call: &crate::atsf::ToolCall) -> String {
         None => format!("{} ({})", call.name, call.status.as_str()),
     }
 }
+
+/// Writes `thread` as a session `session` of `native`'s run in `cwd`: the
+/// file the agent itself would write, where `out` says.
+pub fn write_session(
+    thread: &Thread,
+    native: crate::agent::Native,
+    session: &str,
+    cwd: &Path,
+    out: &mut dyn std::io::Write,
+) -> Result<native::NativeExport> {
+    thread.guard()?;
+    match native {
+        crate::agent::Native::Claude => claude::write(thread, session, cwd, out),
+        crate::agent::Native::Codex => {
+            let setup = codex::CodexSetup::detect();
+            codex::write(thread, session, cwd, &setup, out)
+        }
+        crate::agent::Native::Gemini => gemini::write(thread, session, cwd, out),
+        crate::agent::Native::OpenCode => {
+            // The version of the `opencode` that will import it.
+            let version = which::which("opencode")
+                .ok()
+                .and_then(|p| crate::agent::program::version(&p));
+            opencode::write(thread, session, cwd, version.as_deref(), out)
+        }
+    }
+}

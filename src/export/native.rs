@@ -10,7 +10,7 @@
 //! none is added twice.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
@@ -19,13 +19,7 @@ use crate::atsf::{ContentBlock, Message, ToolCall};
 use crate::error::{Error, Result};
 use crate::store::Thread;
 
-/// The top-level key of a record naming the message it came from.
-pub const GROVE_KEY: &str = "grove";
-
-/// The message id a record carries under [`GROVE_KEY`], if any.
-pub fn grove_id(record: &Map<String, Value>) -> Option<&str> {
-    record.get(GROVE_KEY)?.get("id")?.as_str()
-}
+pub use crate::agent::marks::{GROVE_KEY, grove_id};
 
 /// The thread's messages, in order, for a native writer: a completion
 /// message (a result read after its call) is folded into the call it
@@ -189,32 +183,6 @@ pub(crate) fn uuid_for(id: &str) -> String {
     let mut b = [0u8; 16];
     b.copy_from_slice(&d[..16]);
     uuid::Builder::from_custom_bytes(b).into_uuid().to_string()
-}
-
-/// Writes `thread` as a session `session` of `native`'s run in `cwd`.
-pub fn write(
-    thread: &Thread,
-    native: crate::agent::Native,
-    session: &str,
-    cwd: &Path,
-    out: &mut dyn std::io::Write,
-) -> Result<NativeExport> {
-    thread.guard()?;
-    match native {
-        crate::agent::Native::Claude => super::claude::write(thread, session, cwd, out),
-        crate::agent::Native::Codex => {
-            let setup = super::codex::CodexSetup::detect();
-            super::codex::write(thread, session, cwd, &setup, out)
-        }
-        crate::agent::Native::Gemini => super::gemini::write(thread, session, cwd, out),
-        crate::agent::Native::OpenCode => {
-            // The version of the `opencode` that will import it.
-            let version = which::which("opencode")
-                .ok()
-                .and_then(|p| crate::agent::launch::version(&p));
-            super::opencode::write(thread, session, cwd, version.as_deref(), out)
-        }
-    }
 }
 
 /// What every native writer starts from: its report, the thread's messages

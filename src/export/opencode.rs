@@ -26,9 +26,7 @@ use crate::atsf::{ContentBlock, Message, Role, ToolCall, ToolStatus};
 use crate::error::{Error, Result};
 use crate::store::Thread;
 
-/// The prefix of the message ids grove gives messages that are not
-/// OpenCode's own.
-pub const GROVE_MESSAGE_PREFIX: &str = "msg_grove.";
+pub use crate::agent::marks::GROVE_MESSAGE_PREFIX;
 
 /// The OpenCode message id of thread message `id`.
 pub fn message_id(id: &str) -> String {

@@ -49,7 +49,7 @@ impl super::Format for Amp {
         &self,
         source: &Path,
         _from: Option<&super::Resume>,
-        out: &mut super::Output,
+        out: &mut super::Sink,
     ) -> Result<Option<super::Resume>> {
         super::write_all(out, |summary| import_file(source, summary))
     }

@@ -100,7 +100,7 @@ impl super::Format for Gemini {
         &self,
         source: &Path,
         _from: Option<&super::Resume>,
-        out: &mut super::Output,
+        out: &mut super::Sink,
     ) -> Result<Option<super::Resume>> {
         super::write_all(out, |summary| import_file(source, summary))
     }

@@ -42,7 +42,7 @@ use serde::Serialize;
 pub use common::json_files;
 pub(crate) use common::*;
 pub use cursor::{Resumable, Resume};
-pub use write::{Output, ThreadHandle, import_offset, locate};
+pub use write::{Sink, ThreadHandle, import_offset, locate};
 
 use crate::atsf::{Message, ThreadMeta};
 use crate::error::{Error, Result};
@@ -88,14 +88,14 @@ pub trait Format: Sync {
         &self,
         source: &Path,
         from: Option<&Resume>,
-        out: &mut Output,
+        out: &mut Sink,
     ) -> Result<Option<Resume>>;
 }
 
 /// For a format whose sources are read whole into threads: writes every
 /// thread `read` gives. There is nothing to resume.
 pub(crate) fn write_all<T: IntoIterator<Item = ImportedThread>>(
-    out: &mut Output,
+    out: &mut Sink,
     read: impl FnOnce(&mut Summary) -> Result<T>,
 ) -> Result<Option<Resume>> {
     for thread in read(out.summary())? {
@@ -495,7 +495,7 @@ fn attempt(
     summary: &mut Summary,
     from: Option<&Resume>,
 ) -> Result<(Option<Resume>, Vec<PathBuf>)> {
-    let mut out = Output::new(destination, summary, source, from.map(|r| r.offset));
+    let mut out = Sink::new(destination, summary, source, from.map(|r| r.offset));
     match format.import(source, from, &mut out) {
         Ok(resume) => Ok((resume, out.written().to_vec())),
         Err(e) => {
@@ -552,7 +552,7 @@ mod tests {
             &self,
             source: &Path,
             _from: Option<&Resume>,
-            out: &mut Output,
+            out: &mut Sink,
         ) -> Result<Option<Resume>> {
             let summary = out.summary();
             summary
@@ -592,7 +592,7 @@ mod tests {
             &self,
             source: &Path,
             _from: Option<&Resume>,
-            out: &mut Output,
+            out: &mut Sink,
         ) -> Result<Option<Resume>> {
             let read = std::fs::read_to_string(source).unwrap();
             out.summary().count("line").mapped += read.lines().count() as u64;

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::{Output, ThreadHandle};
+use super::{Sink, ThreadHandle};
 use crate::atsf::{Message, Role, ToolStatus};
 
 struct Held {
@@ -115,7 +115,7 @@ impl Stream {
 
     /// Sends message `m`, read at `line` from `offset`, with the records
     /// waiting before it.
-    pub fn emit(&mut self, out: &mut Output, mut m: Message, line: u64, offset: u64) {
+    pub fn emit(&mut self, out: &mut Sink, mut m: Message, line: u64, offset: u64) {
         let mut first_offset = offset;
         if !self.waiting.is_empty() {
             first_offset = first_offset.min(self.waiting[0].0);
@@ -162,7 +162,7 @@ impl Stream {
 
     /// Writes the queue but its last message (records after it may still
     /// join it) and what may yet be deferred.
-    fn flush(&mut self, out: &mut Output, all: bool) {
+    fn flush(&mut self, out: &mut Sink, all: bool) {
         // A reply whose usage is due stays held behind the notices after
         // it, so the usage still reaches it.
         let keep = match (
@@ -195,7 +195,7 @@ impl Stream {
 
     /// Writes what is left: trailing records wait (the conversation) or join
     /// the last message; a deferred tail is left for the next import.
-    pub fn end(mut self, out: &mut Output, summary_kind: &str) -> Ended {
+    pub fn end(mut self, out: &mut Sink, summary_kind: &str) -> Ended {
         let mut waiting = Vec::new();
         let mut unconsumed = None;
         if !self.waiting.is_empty() {

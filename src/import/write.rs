@@ -36,12 +36,12 @@ pub const WAITING_KEY: &str = "waiting";
 /// opening prompt, which the thread holds already (grove's copy).
 const OPENING_ID_KEY: &str = "openingId";
 
-/// A thread begun in an [`Output`].
+/// A thread begun in an [`Sink`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ThreadHandle(usize);
 
 /// Where an importer puts the threads it reads, for one source.
-pub struct Output<'a> {
+pub struct Sink<'a> {
     destination: &'a Destination,
     summary: &'a mut Summary,
     source: PathBuf,
@@ -114,7 +114,7 @@ impl Ledger {
         let metadata = meta.metadata.as_ref()?;
         match self {
             Ledger::Import => metadata.get("import")?.get(key).cloned(),
-            Ledger::Session(id) => crate::capture::session_entry(metadata, id)?
+            Ledger::Session(id) => crate::threads::sessions::session_entry(metadata, id)?
                 .get(key)
                 .cloned(),
         }
@@ -133,7 +133,7 @@ impl Ledger {
                 }
             }
             Ledger::Session(id) => {
-                match crate::capture::session_entry_mut(meta.metadata_mut(), id) {
+                match crate::threads::sessions::session_entry_mut(meta.metadata_mut(), id) {
                     Some(map) => map,
                     None => return,
                 }
@@ -160,7 +160,7 @@ struct LogIndex {
     len: u64,
 }
 
-impl<'a> Output<'a> {
+impl<'a> Sink<'a> {
     /// An output for `source`'s threads, written where `destination` says.
     pub(super) fn new(
         destination: &'a Destination,
@@ -168,7 +168,7 @@ impl<'a> Output<'a> {
         source: &Path,
         resume_at: Option<u64>,
     ) -> Self {
-        Output {
+        Sink {
             destination,
             summary,
             source: source.to_path_buf(),
@@ -334,7 +334,7 @@ impl<'a> Output<'a> {
     fn open_existing(&mut self, thread: Thread, meta: ThreadMeta, ledger: Ledger) -> Result<Slot> {
         let stored = thread.meta()?;
         let opening = match &ledger {
-            Ledger::Session(_) => crate::capture::opening_prompt(&stored),
+            Ledger::Session(_) => crate::threads::sessions::opening_prompt(&stored),
             Ledger::Import => None,
         };
         let met = ledger
@@ -622,7 +622,7 @@ impl ExistingThread {
         {
             // Only the session's first prompt can be the opening one.
             self.opening_taken = true;
-            if crate::capture::is_opening(&m, opening) {
+            if crate::threads::sessions::is_opening(&m, opening) {
                 self.known.ids.insert(m.id.clone());
                 self.opening_id = Some(m.id.clone());
                 return;
@@ -702,7 +702,7 @@ impl ExistingThread {
                 ledger.set(meta, OFFSET_KEY, Some(Value::from(offset)));
             }
             if opening_taken {
-                crate::capture::clear_opening(meta);
+                crate::threads::sessions::clear_opening(meta);
             }
             if let Some(id) = &opening_id {
                 ledger.set(meta, OPENING_ID_KEY, Some(Value::from(id.clone())));

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use super::plan::{Plan, subject};
 use super::{LandError, Strategy};
 use crate::error::{Error, Result};
-use crate::gitcmd::Git;
+use crate::git::Git;
 use crate::worktree::Repo;
 
 /// Makes the commit that lands by `strategy` and moves the task's branch

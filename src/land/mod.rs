@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::discovery::Found;
-use crate::hooks::{HookOutcome, HookReporter};
+use crate::setup::{HookOutcome, HookReporter};
 use crate::worktree::{Integration, RemoveOptions, Removed, Repo};
 
 pub use advance::finish_interrupted;

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use super::{LandError, LandOptions, Landed, Strategy};
 use crate::discovery::Found;
 use crate::error::{Error, Result};
-use crate::hooks::HookOutcome;
 use crate::project::Project;
+use crate::setup::HookOutcome;
 use crate::worktree::{Integration, Reason, Repo};
 
 /// The facts a merge acts on.
@@ -146,7 +146,7 @@ pub(super) fn uncommitted(repo: &Repo, wt: &Path) -> Result<Vec<String>> {
         .git
         .bytes(wt, &crate::worktree::STATUS_OF_EVERY_CHANGE, None, true)?;
     Ok(status_paths(&out)
-        .filter(|p| !crate::worktree::is_grove_path(p))
+        .filter(|p| !crate::store::is_grove_path(p))
         .map(|p| String::from_utf8_lossy(p).into_owned())
         .collect())
 }
@@ -195,7 +195,7 @@ pub(super) fn already_integrated(repo: &Repo, plan: &Plan) -> Result<Option<Inte
     let git = crate::git::open(&repo.main_root);
     let oid = git2::Oid::from_str(&plan.tip).ok();
     if let (Some(git), Some(oid)) = (git, oid) {
-        let checker = crate::worktree::integrated::Checker::open(&repo.main_root);
+        let checker = crate::git::integrated::Checker::open(&repo.main_root);
         let found = checker.check(&git, oid, &targets);
         checker.save();
         return found;

@@ -9,7 +9,7 @@ use super::Landed;
 use crate::atsf::{ContentBlock, Message, Role};
 use crate::discovery::Found;
 use crate::error::Result;
-use crate::hooks::HookStatus;
+use crate::setup::HookStatus;
 use crate::store::AppendOptions;
 
 /// Writes `landed` into `found`'s thread.

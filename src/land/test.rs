@@ -12,8 +12,8 @@ use super::LandError;
 use super::plan::Plan;
 use crate::atsf::PostSetupCommand;
 use crate::discovery::Found;
-use crate::hooks::interrupt::Watch;
-use crate::hooks::{self, CommandEnv, HookOutcome, HookReporter, TrustStore};
+use crate::setup::interrupt::Watch;
+use crate::setup::{self, CommandEnv, HookOutcome, HookReporter, TrustStore};
 use crate::store::Store;
 use crate::worktree::Repo;
 
@@ -59,7 +59,7 @@ pub(super) fn run(
     let mut outcomes = Vec::new();
     for (i, c) in commands.iter().enumerate() {
         let log = logs.join(format!("pre-merge-{}.log", i + 1));
-        let outcome = hooks::run_command(c, &env, &log, reporter, Some(&watch));
+        let outcome = setup::run_command(c, &env, &log, reporter, Some(&watch));
         reporter.finished(&outcome);
         if outcome.is_failure() && !c.continue_on_error.unwrap_or(false) {
             return Err(LandError::TestFailed {

@@ -3,6 +3,7 @@
 mod assets;
 mod id;
 mod reader;
+mod staged;
 mod tail;
 mod thread;
 mod unique;
@@ -15,6 +16,7 @@ pub use assets::{
 };
 pub use id::{new_thread_id, validate_thread_id};
 pub use reader::MessageReader;
+pub use staged::ThreadFiles;
 pub use tail::TornTail;
 pub(crate) use tail::complete_len;
 pub use thread::{
@@ -432,6 +434,11 @@ impl Keep<'_> {
 /// Name of grove's private area inside `.agent/`.
 pub const PRIVATE_DIR: &str = ".grove";
 
+/// The cache's record of a copy of a thread, in the copy's directory
+/// beside the thread's files: never one of the thread's own files (a
+/// thread restored from its copy does not take it along).
+pub(crate) const CACHE_RECORD: &str = "cache.json";
+
 /// A `.gitignore` that ignores its whole directory, itself included.
 const IGNORE_ALL: &str = "# Created by grove: keeps this directory out of git status.\n*\n";
 
@@ -602,4 +609,17 @@ fn refuse_git_dir(root: &Path) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// Whether a path of a worktree (as git prints it, relative to its root) is
+/// one of grove's own: `.agent/threads/…` or `.agent/.grove/…`. Those are
+/// saved to the cache before a worktree is removed, so they are never
+/// "uncommitted work", and never carried into another worktree.
+pub(crate) fn is_grove_path(path: &[u8]) -> bool {
+    let under = |dir: &str| {
+        let prefix = format!("{}/{dir}", crate::atsf::AGENT_DIR);
+        path.strip_prefix(prefix.as_bytes())
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(b"/"))
+    };
+    under(crate::atsf::THREADS_DIR) || under(PRIVATE_DIR)
 }

@@ -691,7 +691,7 @@ fn restore_files(from: &Path, to: &Path) -> Result<usize> {
                 continue;
             };
             if rel.as_os_str().is_empty()
-                && [atsf::THREAD_FILE, atsf::MESSAGES_FILE, crate::cache::RECORD]
+                && [atsf::THREAD_FILE, atsf::MESSAGES_FILE, super::CACHE_RECORD]
                     .iter()
                     .any(|n| name == *n)
             {

@@ -18,7 +18,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-pub use objects::ThreadFiles;
+pub use crate::store::ThreadFiles;
 
 use crate::discovery::Found;
 use crate::error::{Error, Result};

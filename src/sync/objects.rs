@@ -5,30 +5,17 @@
 //! `thread.json` (of a bounded size) is ever held in memory — logs and
 //! assets go between git and files as streams, whatever their size.
 
+use crate::store::ThreadFiles;
 use std::io::{Read, Seek};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoContext, Result};
-use crate::gitcmd::Git;
+use crate::git::cmd::Git;
 use crate::store::Thread;
 
 /// The most `thread.json` a pull reads (it is read whole; a log or an
 /// asset of any size is streamed to disk by git instead).
 pub const MAX_META: u64 = 16 << 20;
-
-/// A thread's files as read from a commit, written into a staging
-/// directory of grove's (removed when this is dropped, unless kept).
-#[derive(Debug)]
-pub struct ThreadFiles {
-    pub staging: tempfile::TempDir,
-    /// `thread.json`.
-    pub meta: Vec<u8>,
-    /// `messages.jsonl` in the staging directory (empty when the commit has
-    /// none).
-    pub log: PathBuf,
-    /// Asset file names (checked: plain names) and where they were written.
-    pub assets: Vec<(String, PathBuf)>,
-}
 
 /// Writes `thread`'s files as git objects in the repository at `root`:
 /// the id of their tree. Only the log's complete lines are taken.

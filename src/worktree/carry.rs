@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::error::{Error, IoContext, Result};
-use crate::gitcmd::Git;
+use crate::git::cmd::Git;
 
 /// Options every patch is made with, whatever the user's diff config says
 /// (`diff.noprefix`, `diff.external`, `color.ui=always`, `diff.relative`

@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{IoContext, Result};
-use crate::gitcmd::Git;
+use crate::git::cmd::Git;
 
 const BEGIN: &str = "# >>> grove: files grove created in worktrees (managed; see grove README)";
 const END: &str = "# <<< grove";

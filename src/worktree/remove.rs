@@ -16,7 +16,7 @@ use super::{Repo, exclude};
 use crate::cache::{self, CacheRecord, CacheState};
 use crate::discovery::{Found, Status};
 use crate::error::{Error, Result};
-use crate::gitcmd::Running;
+use crate::git::cmd::Running;
 use crate::intent::{self, Action};
 use crate::store::Store;
 
@@ -56,7 +56,7 @@ pub struct Removed {
     /// Every thread that lived in the worktree (the one asked for included).
     pub threads: Vec<String>,
     /// The outcomes of `preRemoveCommands`.
-    pub teardown: Vec<crate::hooks::HookOutcome>,
+    pub teardown: Vec<crate::setup::HookOutcome>,
     /// The processes ended (`--reap`), or left running (`--force`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub processes: Vec<super::processes::Holder>,
@@ -113,7 +113,7 @@ fn file_reasons(repo: &Repo, wt: &Path, status: Option<Running>) -> Result<Vec<S
             reasons.push(format!(
                 "uncommitted changes in {}: {}",
                 wt.display(),
-                list_some(&files, 5)
+                super::list_some(&files, 5)
             ));
         }
     }
@@ -137,7 +137,7 @@ fn commit_reasons(repo: &Repo, found: &Found, wt: &Path) -> Result<Vec<String>> 
                     "{} commit(s) on the detached HEAD of {} are on no branch, tag or remote: {}",
                     commits.len(),
                     wt.display(),
-                    list_some(&commits, 3)
+                    super::list_some(&commits, 3)
                 ));
             }
         }
@@ -188,7 +188,7 @@ fn own_refs_reason(repo: &Repo, wt: &Path) -> Result<Option<String>> {
          refs/rewritten/), on no branch, tag or remote: {}",
         commits.len(),
         wt.display(),
-        list_some(&commits, 3)
+        super::list_some(&commits, 3)
     )))
 }
 
@@ -224,16 +224,8 @@ fn unsaved(repo: &Repo, branch: &str) -> Result<Option<String>> {
     Ok(Some(format!(
         "{} commit(s) on {branch} are neither pushed to its upstream nor merged into the default branch: {}",
         commits.len(),
-        list_some(&commits, 3)
+        super::list_some(&commits, 3)
     )))
-}
-
-pub(super) fn list_some<S: AsRef<str>>(items: &[S], n: usize) -> String {
-    let mut shown: Vec<&str> = items.iter().take(n).map(AsRef::as_ref).collect();
-    if items.len() > n {
-        shown.push("…");
-    }
-    shown.join(", ")
 }
 
 /// Whether the worktree directory is there and still a git working tree.
@@ -336,7 +328,7 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
         &wt,
         &teardown_commands,
         options.force,
-        &crate::hooks::Silent,
+        &crate::setup::Silent,
     )?;
     let processes = processes_gone(&wt, options, scanned)?;
     // Looked at last before anything is removed, where the repository is

@@ -13,8 +13,8 @@ use super::create::{CreatedTask, MakeThread, NewTask, create_with};
 use crate::atsf::{self, ThreadMeta};
 use crate::discovery::Found;
 use crate::error::{Error, Result};
-use crate::hooks::HookReporter;
 use crate::project::Project;
+use crate::setup::HookReporter;
 use crate::store::{Store, Thread};
 
 /// How the worktree is made again.

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use super::Repo;
 use crate::error::Result;
-use crate::gitcmd::Running;
+use crate::git::cmd::Running;
 
 /// The `git status` of a submodule's checkout: every untracked file; the
 /// changes of the submodules inside it are left to their own look (a
@@ -294,7 +294,7 @@ fn git_dir_reasons(submodule: &Submodule) -> Result<Vec<String>> {
             stashes.len(),
             if stashes.len() == 1 { "y" } else { "ies" },
             submodule.name,
-            super::remove::list_some(&stashes, 3)
+            super::list_some(&stashes, 3)
         ));
     }
     let (commits, more) = unpushed_commits(&git)?;
@@ -304,7 +304,7 @@ fn git_dir_reasons(submodule: &Submodule) -> Result<Vec<String>> {
             if more { "more than " } else { "" },
             commits.len(),
             submodule.name,
-            super::remove::list_some(&commits, 3)
+            super::list_some(&commits, 3)
         ));
     }
     Ok(reasons)
@@ -375,6 +375,6 @@ fn checkout_reason(submodule: &Submodule, status: Running) -> Result<Option<Stri
     Ok(Some(format!(
         "uncommitted changes in submodule {}: {}",
         submodule.name,
-        super::remove::list_some(&files, 5)
+        super::list_some(&files, 5)
     )))
 }

@@ -10,7 +10,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::atsf::WorktreeHooks;
-use crate::hooks::{HookKind, HookOutcome, HookStatus};
+use crate::setup::{HookKind, HookOutcome, HookStatus};
 use crate::store::Thread;
 
 /// The default `envFile`.
@@ -118,7 +118,7 @@ pub fn env_file(
     let name = cfg.env_file.as_deref().unwrap_or(DEFAULT_ENV_FILE);
     let start = Instant::now();
     let label = format!("env {name}");
-    let rel = match crate::hooks::checked_hook_path(name) {
+    let rel = match crate::setup::checked_hook_path(name) {
         Ok(rel) => rel,
         Err(e) => {
             return Some((

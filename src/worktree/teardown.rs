@@ -13,8 +13,8 @@ use super::Repo;
 use crate::atsf::PostSetupCommand;
 use crate::discovery::Found;
 use crate::error::{Error, Result};
-use crate::hooks::interrupt::Watch;
-use crate::hooks::{self, CommandEnv, HookKind, HookOutcome, HookReporter, TrustStore};
+use crate::setup::interrupt::Watch;
+use crate::setup::{CommandEnv, HookKind, HookOutcome, HookReporter, TrustStore};
 use crate::store::Store;
 
 /// Runs the teardown `commands` (see [`commands`]) in `found`'s worktree `wt`. `Err` when a command
@@ -84,7 +84,7 @@ fn run_commands(
     commands: &[PostSetupCommand],
     reporter: &dyn HookReporter,
 ) -> Vec<HookOutcome> {
-    let hash = hooks::teardown_hash(commands);
+    let hash = crate::setup::teardown_hash(commands);
     let trusted = TrustStore::open()
         .and_then(|s| s.is_trusted(&repo.main_root, &hash))
         .unwrap_or(false);
@@ -111,7 +111,7 @@ fn run_commands(
             stop.get_or_insert_with(|| {
                 format!(
                     "grove was interrupted ({})",
-                    hooks::interrupt::signal_name(signal)
+                    crate::setup::interrupt::signal_name(signal)
                 )
             });
         }
@@ -120,7 +120,7 @@ fn run_commands(
             (None, Err(e)) => skipped(c, format!("cannot create its log directory: {e}")),
             (None, Ok(())) => {
                 let log = logs.join(format!("pre-remove-{}.log", i + 1));
-                let o = hooks::run_command(c, &env, &log, reporter, Some(&watch));
+                let o = crate::setup::run_command(c, &env, &log, reporter, Some(&watch));
                 if o.is_failure() && !c.continue_on_error.unwrap_or(false) {
                     stop = Some(format!("an earlier command ({}) failed", o.label));
                 }

@@ -267,7 +267,7 @@ fn python_example() {
 fn platform_example() {
     let (_sb, v, wt, _) = apply("platform", |_| {});
     let s = statuses(&v);
-    let here = grove::hooks::current_platform();
+    let here = grove::setup::current_platform();
     let unix = here == "linux" || here == "darwin";
     assert_eq!(s[0].1, if unix { "ok" } else { "skipped" });
     assert_eq!(s[1].1, if unix { "skipped" } else { "ok" });

@@ -26,6 +26,7 @@ mod import;
 mod integrated;
 mod interrupt;
 mod large;
+mod layers;
 mod live;
 mod loss;
 mod merge;

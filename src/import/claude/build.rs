@@ -31,7 +31,7 @@ use crate::atsf::{
 };
 use crate::error::Result;
 use crate::import::stream::{CallLog, Calls, Stream};
-use crate::import::{Output, ThreadHandle, usage_added, usage_counts};
+use crate::import::{Sink, ThreadHandle, usage_added, usage_counts};
 
 /// Where a tool call's result is found.
 pub(super) trait Results {
@@ -132,7 +132,7 @@ impl Builder {
     /// Maps record `raw` (entry `i`).
     pub fn record(
         &mut self,
-        out: &mut Output,
+        out: &mut Sink,
         i: usize,
         e: &Entry,
         raw: Map<String, Value>,
@@ -166,7 +166,7 @@ impl Builder {
 
     fn user(
         &mut self,
-        out: &mut Output,
+        out: &mut Sink,
         i: usize,
         e: &Entry,
         raw: Map<String, Value>,
@@ -205,7 +205,7 @@ impl Builder {
     /// comes as a completion message; one answering no call is kept whole.
     fn results_record(
         &mut self,
-        out: &mut Output,
+        out: &mut Sink,
         i: usize,
         e: &Entry,
         raw: Map<String, Value>,
@@ -250,7 +250,7 @@ impl Builder {
 
     fn assistant(
         &mut self,
-        out: &mut Output,
+        out: &mut Sink,
         i: usize,
         e: &Entry,
         raw: Map<String, Value>,
@@ -305,7 +305,7 @@ impl Builder {
 
     fn attachment(
         &mut self,
-        out: &mut Output,
+        out: &mut Sink,
         i: usize,
         e: &Entry,
         raw: Map<String, Value>,
@@ -342,7 +342,7 @@ impl Builder {
 
     fn system(
         &mut self,
-        out: &mut Output,
+        out: &mut Sink,
         i: usize,
         e: &Entry,
         raw: Map<String, Value>,
@@ -376,7 +376,7 @@ impl Builder {
     }
 
     /// Whether the summary is this session's (it then names the thread).
-    fn summary(&mut self, out: &mut Output, raw: &Map<String, Value>) -> bool {
+    fn summary(&mut self, out: &mut Sink, raw: &Map<String, Value>) -> bool {
         let leaf = str_of(raw, "leafUuid");
         if leaf.is_some_and(|l| !self.uuids.contains(l)) {
             out.summary().skip(
@@ -413,7 +413,7 @@ impl Builder {
     }
 
     /// A record kept whole on the next message.
-    fn wait(&mut self, out: &mut Output, e: &Entry, raw: Map<String, Value>) {
+    fn wait(&mut self, out: &mut Sink, e: &Entry, raw: Map<String, Value>) {
         let label = match (&*e.kind, attachment_kind(&raw), str_of(&raw, "subtype")) {
             ("attachment", Some(k), _) => format!("attachment {k}"),
             ("system", _, Some(s)) => format!("system {s}"),
@@ -438,7 +438,7 @@ impl Builder {
         raw: &Map<String, Value>,
     ) -> Message {
         let mut m = Message::new(role, content);
-        m.id = match crate::export::native::grove_id(raw).or_else(|| str_of(raw, "uuid")) {
+        m.id = match crate::agent::marks::grove_id(raw).or_else(|| str_of(raw, "uuid")) {
             Some(u) => u.to_string(),
             None => format!("{}-{}", e.kind, e.hash.as_deref().unwrap_or("0")),
         };
@@ -451,13 +451,13 @@ impl Builder {
     }
 
     /// Sends message `m` from entry `i`, with the records waiting before it.
-    fn emit(&mut self, out: &mut Output, i: usize, e: &Entry, m: Message) {
+    fn emit(&mut self, out: &mut Sink, i: usize, e: &Entry, m: Message) {
         self.index_of.insert(i, self.stream.next_index());
         self.stream.emit(out, m, e.line, e.offset);
     }
 
     /// Writes what is left; what the next import needs to go on.
-    pub fn end(self, out: &mut Output) -> Ended {
+    pub fn end(self, out: &mut Sink) -> Ended {
         let mut ended = self.stream.end(out, "deferred");
         let cut = ended.unconsumed.unwrap_or(u64::MAX);
         let mut carried = self.carried;

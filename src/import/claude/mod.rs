@@ -28,7 +28,7 @@ use self::index::{Entry, Facts};
 use super::lines::{Lines, Reread};
 use super::stream::set_waiting;
 use super::tree::{link_fork, shape};
-use super::{Output, Resumable, Resume, is_live};
+use super::{Resumable, Resume, Sink, is_live};
 use crate::atsf::{self, Agent, Context, Extra};
 use crate::error::{Error, IoContext, Result};
 
@@ -56,7 +56,7 @@ impl super::Format for Claude {
         &self,
         source: &Path,
         from: Option<&Resume>,
-        out: &mut Output,
+        out: &mut Sink,
     ) -> Result<Option<Resume>> {
         match from {
             Some(from) => import_tail(source, from, out),
@@ -203,7 +203,7 @@ impl Results for TailResults<'_> {
 }
 
 /// A whole transcript: the tree first, then each thread.
-fn import_whole(path: &Path, out: &mut Output) -> Result<Option<Resume>> {
+fn import_whole(path: &Path, out: &mut Sink) -> Result<Option<Resume>> {
     let live = is_live(path);
     let Scan {
         entries,
@@ -324,7 +324,7 @@ impl<'a> Whole<'a> {
     /// next import; a fork is a finished branch, nothing of it deferred.
     fn feed(
         &mut self,
-        out: &mut Output,
+        out: &mut Sink,
         meta: atsf::ThreadMeta,
         members: &[usize],
         thread: Kind,
@@ -347,7 +347,7 @@ impl<'a> Whole<'a> {
     /// conversation (`main`) where they left it.
     fn forks(
         &mut self,
-        out: &mut Output,
+        out: &mut Sink,
         forks: &[(usize, Vec<usize>, usize)],
         title: &str,
         mut main: Option<&mut atsf::ThreadMeta>,
@@ -373,7 +373,7 @@ impl<'a> Whole<'a> {
     }
 
     /// Sidechains written into the session file (before subagent files).
-    fn sidechains(&mut self, out: &mut Output, sidechains: &[(String, Vec<usize>)]) -> Result<()> {
+    fn sidechains(&mut self, out: &mut Sink, sidechains: &[(String, Vec<usize>)]) -> Result<()> {
         for (root, members) in sidechains {
             let id = format!("{}-side-{root}", self.names.main_id);
             let mut meta = self.meta(&id, "", members);
@@ -402,7 +402,7 @@ enum Kind {
 }
 
 /// The lines after the last import: they must go on the conversation.
-fn import_tail(path: &Path, from: &Resume, out: &mut Output) -> Result<Option<Resume>> {
+fn import_tail(path: &Path, from: &Resume, out: &mut Sink) -> Result<Option<Resume>> {
     let state: State = serde_json::from_value(from.state.clone())
         .map_err(|e| Error::Restart(format!("the cursor's state does not read: {e}")))?;
     let live = is_live(path);
@@ -558,12 +558,12 @@ struct Scan {
 }
 
 /// Reads the lines from `offset` for the tree, one record at a time.
-fn scan(path: &Path, offset: u64, line: u64, live: bool, out: &mut Output) -> Result<Scan> {
+fn scan(path: &Path, offset: u64, line: u64, live: bool, out: &mut Sink) -> Result<Scan> {
     scan_lines(path, offset, line, live, out, false)
 }
 
 /// [`scan`], keeping the records.
-fn scan_keeping(path: &Path, offset: u64, line: u64, live: bool, out: &mut Output) -> Result<Scan> {
+fn scan_keeping(path: &Path, offset: u64, line: u64, live: bool, out: &mut Sink) -> Result<Scan> {
     scan_lines(path, offset, line, live, out, true)
 }
 
@@ -572,7 +572,7 @@ fn scan_lines(
     offset: u64,
     line: u64,
     live: bool,
-    out: &mut Output,
+    out: &mut Sink,
     keep: bool,
 ) -> Result<Scan> {
     let mut lines = Lines::open(path, offset, line)?;

@@ -28,7 +28,7 @@ use super::output;
 use crate::atsf::{self, ContentBlock, Extra, Message, Role, Tokens, ToolCall, ToolStatus};
 use crate::error::Result;
 use crate::import::stream::{CallLog, Calls, Stream};
-use crate::import::{Output, ThreadHandle, add_usage, usage_counts};
+use crate::import::{Sink, ThreadHandle, add_usage, usage_counts};
 
 /// Where a call's output is found.
 pub(super) trait Outputs {
@@ -145,7 +145,7 @@ impl Reader {
     /// Maps record `raw`, read at `at`.
     pub fn record(
         &mut self,
-        out: &mut Output,
+        out: &mut Sink,
         at: &At,
         raw: Map<String, Value>,
         outputs: &mut dyn Outputs,
@@ -157,7 +157,7 @@ impl Reader {
         {
             self.carried.last_time = Some(t);
         }
-        self.named = crate::export::native::grove_id(&raw).map(str::to_string);
+        self.named = crate::agent::marks::grove_id(&raw).map(str::to_string);
         let payload = raw
             .get("payload")
             .and_then(Value::as_object)
@@ -223,7 +223,7 @@ impl Reader {
         m
     }
 
-    fn emit(&mut self, out: &mut Output, at: &At, m: Message) {
+    fn emit(&mut self, out: &mut Sink, at: &At, m: Message) {
         // An agent's reply: Codex writes the response's usage after its
         // items (a `token_count`; from 0.16x a `token_usage_record` too),
         // after a `turn_aborted` or an error notice too. A prompt starts
@@ -240,12 +240,12 @@ impl Reader {
         self.stream.emit(out, m, at.line, at.offset);
     }
 
-    fn wait(&mut self, out: &mut Output, label: &str, at: &At, raw: Map<String, Value>) {
+    fn wait(&mut self, out: &mut Sink, label: &str, at: &At, raw: Map<String, Value>) {
         out.summary().count(label).joined += 1;
         self.stream.wait(at.offset, raw);
     }
 
-    fn message(&mut self, out: &mut Output, at: &At, p: &Map<String, Value>) {
+    fn message(&mut self, out: &mut Sink, at: &At, p: &Map<String, Value>) {
         out.summary().count("message").mapped += 1;
         let blocks = content_blocks(p.get("content"));
         let role = match p.get("role").and_then(Value::as_str) {
@@ -302,7 +302,7 @@ impl Reader {
         }
     }
 
-    fn reasoning(&mut self, out: &mut Output, at: &At, p: &Map<String, Value>) {
+    fn reasoning(&mut self, out: &mut Sink, at: &At, p: &Map<String, Value>) {
         out.summary().count("reasoning").mapped += 1;
         let texts = |key: &str| -> Vec<String> {
             p.get(key)
@@ -339,7 +339,7 @@ impl Reader {
 
     fn call(
         &mut self,
-        out: &mut Output,
+        out: &mut Sink,
         at: &At,
         ptype: &str,
         p: &Map<String, Value>,
@@ -397,7 +397,7 @@ impl Reader {
     /// one answering no call travels whole.
     fn output_record(
         &mut self,
-        out: &mut Output,
+        out: &mut Sink,
         at: &At,
         ptype: &str,
         raw: Map<String, Value>,
@@ -439,7 +439,7 @@ impl Reader {
 
     fn event(
         &mut self,
-        out: &mut Output,
+        out: &mut Sink,
         at: &At,
         ptype: &str,
         raw: Map<String, Value>,
@@ -512,7 +512,7 @@ impl Reader {
     /// An item of a rollout that keeps only events (paginated history).
     fn item_completed(
         &mut self,
-        out: &mut Output,
+        out: &mut Sink,
         at: &At,
         label: &str,
         raw: Map<String, Value>,
@@ -552,7 +552,7 @@ impl Reader {
 
     fn event_message(
         &mut self,
-        out: &mut Output,
+        out: &mut Sink,
         at: &At,
         label: &str,
         role: Role,
@@ -581,13 +581,7 @@ impl Reader {
     /// when its reply was written already is given to no other reply.
     /// Running totals that are all zero count nothing: the thread's totals
     /// never go back.
-    fn tokens(
-        &mut self,
-        out: &mut Output,
-        last: Option<&Value>,
-        total: Option<&Value>,
-        label: &str,
-    ) {
+    fn tokens(&mut self, out: &mut Sink, last: Option<&Value>, total: Option<&Value>, label: &str) {
         out.summary().count(label).mapped += 1;
         self.stream.awaiting_usage(false);
         let total = total.filter(|t| t.is_object() && !all_zero(t));
@@ -630,7 +624,7 @@ impl Reader {
 
     fn compacted(
         &mut self,
-        out: &mut Output,
+        out: &mut Sink,
         at: &At,
         raw: Map<String, Value>,
         p: &Map<String, Value>,
@@ -677,7 +671,7 @@ impl Reader {
 
     /// Writes what is left: where the next import starts (`unconsumed`),
     /// the records waiting, and what it needs to go on.
-    pub fn end(self, out: &mut Output) -> (Option<u64>, Vec<Value>, Carried) {
+    pub fn end(self, out: &mut Sink) -> (Option<u64>, Vec<Value>, Carried) {
         let mut ended = self.stream.end(out, "deferred");
         let mut carried = self.carried;
         // The messages left for the next import are read again there, with

@@ -20,7 +20,7 @@ use serde_json::{Map, Value, json};
 use self::items::{At, Carried, Outputs, Reader};
 use super::lines::{Line, Lines, Reread};
 use super::stream::set_waiting;
-use super::{Output, Resumable, Resume, is_live};
+use super::{Resumable, Resume, Sink, is_live};
 use crate::atsf::{self, Context};
 use crate::error::{Error, IoContext, Result};
 
@@ -47,7 +47,7 @@ impl super::Format for Codex {
         &self,
         source: &Path,
         from: Option<&Resume>,
-        out: &mut Output,
+        out: &mut Sink,
     ) -> Result<Option<Resume>> {
         import_file(source, from, out)
     }
@@ -131,7 +131,7 @@ impl Outputs for TailOutputs<'_> {
 /// What a line is to the first pass: a call, an output, a response item.
 enum Seen {
     Call(String),
-    Output(String),
+    Sink(String),
     Response,
     Other,
 }
@@ -145,14 +145,14 @@ fn seen(raw: &Map<String, Value>) -> Seen {
     let id = s("call_id").or_else(|| s("id")).unwrap_or("").to_string();
     match s("type") {
         Some("function_call" | "custom_tool_call" | "local_shell_call") => Seen::Call(id),
-        Some("function_call_output" | "custom_tool_call_output") => Seen::Output(id),
+        Some("function_call_output" | "custom_tool_call_output") => Seen::Sink(id),
         Some("message") => Seen::Response,
         _ => Seen::Other,
     }
 }
 
 /// Imports a rollout: the lines after `from` when given, else all of it.
-fn import_file(path: &Path, from: Option<&Resume>, out: &mut Output) -> Result<Option<Resume>> {
+fn import_file(path: &Path, from: Option<&Resume>, out: &mut Sink) -> Result<Option<Resume>> {
     let live = is_live(path);
     match from {
         None => import_whole(path, out, live),
@@ -185,7 +185,7 @@ impl Pass {
         line: u64,
         live: bool,
         keep: bool,
-        out: &mut Output,
+        out: &mut Sink,
     ) -> Result<Pass> {
         let mut pass = Pass {
             end: (offset, line.max(1)),
@@ -237,7 +237,7 @@ impl Pass {
             Seen::Call(id) => {
                 self.calls.insert(id);
             }
-            Seen::Output(id) => {
+            Seen::Sink(id) => {
                 self.outputs.entry(id).or_insert((l.offset, l.bytes.len()));
             }
             Seen::Response => self.responses = true,
@@ -262,7 +262,7 @@ impl Pass {
 }
 
 /// A whole rollout: where the outputs are first, then every record.
-fn import_whole(path: &Path, out: &mut Output, live: bool) -> Result<Option<Resume>> {
+fn import_whole(path: &Path, out: &mut Sink, live: bool) -> Result<Option<Resume>> {
     let pass = Pass::read(path, 0, 1, live, false, out)?;
     if pass.lines.is_empty() {
         return Ok(None);
@@ -303,7 +303,7 @@ fn import_whole(path: &Path, out: &mut Output, live: bool) -> Result<Option<Resu
 }
 
 /// The lines after the last import, in memory.
-fn import_tail(path: &Path, from: &Resume, out: &mut Output, live: bool) -> Result<Option<Resume>> {
+fn import_tail(path: &Path, from: &Resume, out: &mut Sink, live: bool) -> Result<Option<Resume>> {
     let mut state: State = serde_json::from_value(from.state.clone())
         .map_err(|e| Error::Restart(format!("the cursor's state does not read: {e}")))?;
     let pass = Pass::read(path, from.offset, from.line, live, true, out)?;
@@ -322,7 +322,7 @@ fn import_tail(path: &Path, from: &Resume, out: &mut Output, live: bool) -> Resu
         calls: pass.calls.clone(),
     };
     for (i, (_, raw)) in pass.records.iter().enumerate() {
-        if let Seen::Output(id) = seen(raw) {
+        if let Seen::Sink(id) = seen(raw) {
             outputs.at.entry(id).or_insert(i);
         }
     }
@@ -340,7 +340,7 @@ fn import_tail(path: &Path, from: &Resume, out: &mut Output, live: bool) -> Resu
 /// its instructions), when read.
 fn start(
     path: &Path,
-    out: &mut Output,
+    out: &mut Sink,
     state: &State,
     full_meta: Option<&Map<String, Value>>,
     live: bool,
@@ -355,7 +355,7 @@ fn start(
 
 /// Ends the thread and says where the next import starts.
 fn finish(
-    out: &mut Output,
+    out: &mut Sink,
     handle: super::ThreadHandle,
     reader: Reader,
     pass: &Pass,

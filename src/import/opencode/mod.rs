@@ -82,7 +82,7 @@ impl super::Format for OpenCode {
         &self,
         source: &Path,
         _from: Option<&super::Resume>,
-        out: &mut super::Output,
+        out: &mut super::Sink,
     ) -> Result<Option<super::Resume>> {
         // A capture takes one session of the database (and its subagents').
         let only = out.captured_session().map(str::to_string);
@@ -335,7 +335,7 @@ fn message(
     let mut m = Message::new(role, content);
     // A message grove wrote into a session (`grove resume`) has the id it
     // has in the thread.
-    m.id = match id.strip_prefix(crate::export::opencode::GROVE_MESSAGE_PREFIX) {
+    m.id = match id.strip_prefix(crate::agent::marks::GROVE_MESSAGE_PREFIX) {
         Some(own) if !own.is_empty() => own.to_string(),
         _ => id,
     };

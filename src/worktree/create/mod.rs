@@ -30,15 +30,13 @@ use super::{Repo, exclude};
 use crate::atsf::{self, Config, Context, ThreadMeta, WorktreeInfo};
 use crate::cache::{self, CacheRecord, CacheState};
 use crate::error::{Error, IoContext, Result};
-use crate::hooks::interrupt::Watch;
-use crate::hooks::{self, CommandEnv, HookKind, HookOutcome, HookReporter, HookStatus, TrustStore};
 use crate::intent::{self, Action, Step};
 use crate::project::Project;
+use crate::setup::interrupt::Watch;
+use crate::setup::{CommandEnv, HookKind, HookOutcome, HookReporter, HookStatus, TrustStore};
 use crate::store::{Store, Thread};
 
-/// Default prefix of generated branch names; `grove.branchPrefix` in
-/// `config.json` changes it.
-pub const DEFAULT_BRANCH_PREFIX: &str = "grove/";
+pub use crate::setting::DEFAULT_BRANCH_PREFIX;
 
 /// What to create.
 #[derive(Debug, Clone, Default)]

@@ -72,12 +72,12 @@ impl<'a> Finish<'a> {
         for link in cfg.symlinks.iter().flatten() {
             let target = link.target.as_deref().unwrap_or(&link.source);
             let outcome = if self.task.hooks {
-                hooks::apply_symlink(&self.project.main_root, &self.dir, link)
+                crate::setup::apply_symlink(&self.project.main_root, &self.dir, link)
             } else {
                 HookOutcome::skipped(HookKind::Symlink, format!("link {target}"), "--no-hooks")
             };
             if outcome.status == HookStatus::Ok
-                && let Ok(rel) = hooks::checked_hook_path(target)
+                && let Ok(rel) = crate::setup::checked_hook_path(target)
             {
                 match exclude::pattern_for(&rel) {
                     Ok(p) => added.push(p),
@@ -118,14 +118,14 @@ impl<'a> Finish<'a> {
         for (copy, configured) in entries {
             let target = copy.target.clone().unwrap_or_else(|| copy.source.clone());
             let outcome = if self.task.hooks {
-                hooks::apply_copy(&self.project.main_root, &self.dir, &copy)
+                crate::setup::apply_copy(&self.project.main_root, &self.dir, &copy)
             } else {
                 HookOutcome::skipped(HookKind::Copy, format!("copy {target}"), "--no-hooks")
             };
             // What .worktreeinclude names is ignored already.
             if configured
                 && outcome.status == HookStatus::Ok
-                && let Ok(rel) = hooks::checked_hook_path(&target)
+                && let Ok(rel) = crate::setup::checked_hook_path(&target)
             {
                 match exclude::pattern_for(&rel) {
                     Ok(p) => added.push(p),
@@ -248,7 +248,7 @@ impl<'a> Finish<'a> {
             if let Some(signal) = watch.received().filter(|_| stop_reason.is_none()) {
                 stop_reason = Some(format!(
                     "grove was interrupted ({})",
-                    hooks::interrupt::signal_name(signal)
+                    crate::setup::interrupt::signal_name(signal)
                 ));
             }
             let outcome = if !self.task.hooks {
@@ -273,7 +273,8 @@ impl<'a> Finish<'a> {
                     },
                     Ok(()) => {
                         let log = logs.join(format!("post-setup-{}.log", i + 1));
-                        let outcome = hooks::run_command(cmd, &env, &log, reporter, Some(&watch));
+                        let outcome =
+                            crate::setup::run_command(cmd, &env, &log, reporter, Some(&watch));
                         if outcome.is_failure() && !cmd.continue_on_error.unwrap_or(false) {
                             stop_reason =
                                 Some(format!("an earlier command ({}) failed", outcome.label));
@@ -296,7 +297,7 @@ impl<'a> Finish<'a> {
         ask: &dyn Fn(&[atsf::PostSetupCommand]) -> bool,
     ) -> bool {
         let root = &self.project.main_root;
-        let hash = hooks::commands_hash(commands);
+        let hash = crate::setup::commands_hash(commands);
         let store = match TrustStore::open() {
             Ok(s) => s,
             Err(e) => {

@@ -145,7 +145,7 @@ pub fn handle(req: &Request) -> Result<Handled> {
             exported: false,
             extra: Default::default(),
         };
-        match super::sync::session(&thread, &project.main_root, req.native, &record) {
+        match super::catchup::session(&thread, &project.main_root, req.native, &record) {
             Ok(c) => {
                 added = c.added();
                 if let Some(s) = &c.summary {
@@ -287,7 +287,7 @@ fn notify(project: &Project, thread: &Thread) -> Result<bool> {
     let log2 = log
         .try_clone()
         .map_err(|e| Error::io("opening", thread.dir(), e))?;
-    let expr = crate::hooks::shell(&notify.command)
+    let expr = crate::setup::shell(&notify.command)
         .dir(&project.root)
         .env("GROVE_THREAD_ID", &meta.thread_id)
         .env("GROVE_THREAD_TITLE", &meta.title)

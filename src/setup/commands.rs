@@ -46,8 +46,8 @@ pub fn current_platform() -> &'static str {
 }
 
 /// A shell command line, as every command grove runs for the user does:
-/// `sh -c` (`cmd /C` on Windows). With [`crate::gitcmd`] (git) and
-/// [`crate::agent::launch`] (the agent, in the foreground), the only place
+/// `sh -c` (`cmd /C` on Windows). With [`crate::git::cmd`] (git) and
+/// [`crate::launch`] (the agent, in the foreground), the only place
 /// grove starts a process (clippy.toml holds the rest to it).
 #[allow(clippy::disallowed_methods)]
 pub fn shell(command: &str) -> duct::Expression {

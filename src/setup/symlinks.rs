@@ -10,7 +10,7 @@ use crate::atsf::SymlinkHook;
 /// lexically, and returns it normalized (`.` removed, `a/../b` folded).
 ///
 /// ```
-/// use grove::hooks::checked_relative;
+/// use grove::setup::checked_relative;
 /// assert_eq!(checked_relative("a/./b/../c").unwrap(), std::path::PathBuf::from("a/c"));
 /// assert!(checked_relative("../x").is_err());
 /// assert!(checked_relative("/etc/passwd").is_err());
@@ -50,7 +50,7 @@ pub fn checked_relative(input: &str) -> Result<PathBuf, String> {
 /// `!` or `#`.
 ///
 /// ```
-/// use grove::hooks::checked_hook_path;
+/// use grove::setup::checked_hook_path;
 /// assert!(checked_hook_path(".env.local").is_ok());
 /// assert!(checked_hook_path("x\nsrc").is_err());
 /// assert!(checked_hook_path("!src").is_err());

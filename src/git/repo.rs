@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::Result;
-use crate::gitcmd::Git;
+use crate::git::cmd::Git;
 
 /// One entry of `git worktree list --porcelain -z`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -466,54 +466,6 @@ pub fn parse_worktree_list(out: &str) -> Vec<WorktreeEntry> {
     entries
 }
 
-/// `<data dir>/worktrees/`, resolved: where grove puts every task's
-/// worktree unless told otherwise, so a worktree under it is a task's
-/// (grove's own choice of place, not anything the worktree holds).
-pub(crate) fn grove_worktrees_dir() -> Option<PathBuf> {
-    let dir = crate::home::data_dir().ok()?.join("worktrees");
-    Some(dir.canonicalize().unwrap_or(dir))
-}
-
-/// Whether the worktree at `path` (canonical) of the bare repository at
-/// `bare_dir` is a task's made elsewhere than [`grove_worktrees_dir`] (a
-/// `--dir` task): grove's cache, keyed by the bare directory, records one
-/// of the threads in `path`'s `.agent/threads/` as living in `path`.
-///
-/// The ids found there are only names to look up; the record, this
-/// machine's own, decides. A file in the worktree alone (a committed or
-/// pulled `thread.json`) never makes it a task's: that would let outside
-/// data turn a checkout of the user's into one `grove rm` removes.
-pub(crate) fn cached_as_task_of(path: &Path, bare_dir: &Path) -> bool {
-    // The common case, a bare repository whose tasks were all made while a
-    // worktree of the user's stood in: nothing cached under the bare
-    // directory, and no thread of the worktree to look up.
-    let Ok(cache) = crate::cache::repo_dir(bare_dir) else {
-        return false;
-    };
-    if !cache.is_dir() {
-        return false;
-    }
-    let threads = path
-        .join(crate::atsf::AGENT_DIR)
-        .join(crate::atsf::THREADS_DIR);
-    let Ok(listing) = std::fs::read_dir(&threads) else {
-        return false;
-    };
-    listing
-        .flatten()
-        .filter_map(|entry| entry.file_name().into_string().ok())
-        .filter(|id| crate::store::validate_thread_id(id).is_ok())
-        .any(|id| cached_worktree(&cache.join(id)).as_deref() == Some(path))
-}
-
-/// The worktree a cache entry's record places its thread in.
-fn cached_worktree(entry: &Path) -> Option<PathBuf> {
-    let bytes = crate::fsutil::read(&entry.join(crate::cache::RECORD)).ok()?;
-    let record: crate::cache::CacheRecord =
-        serde_json::from_slice(crate::atsf::strip_bom(&bytes)).ok()?;
-    Some(PathBuf::from(record.worktree_path)).filter(|p| !p.as_os_str().is_empty())
-}
-
 /// Whether the worktree at `path` has uncommitted changes: modified, staged,
 /// or untracked files that are not ignored — grove's own files (threads,
 /// its `.agent/.grove/` area) aside.
@@ -560,7 +512,7 @@ fn dirty(path: &Path, preload: bool) -> Result<bool> {
     let out = status("--untracked-files=normal", &[])?;
     let mut collapsed_agent = false;
     for entry in status_paths(&out) {
-        if super::is_grove_path(entry.strip_suffix(b"/").unwrap_or(entry)) {
+        if crate::store::is_grove_path(entry.strip_suffix(b"/").unwrap_or(entry)) {
             continue;
         }
         if entry == b".agent/" {
@@ -574,7 +526,7 @@ fn dirty(path: &Path, preload: bool) -> Result<bool> {
     }
     // A wholly untracked `.agent/` is one line: look inside it.
     let out = status("--untracked-files=all", &["--", ".agent"])?;
-    Ok(status_paths(&out).any(|p| !super::is_grove_path(p)))
+    Ok(status_paths(&out).any(|p| !crate::store::is_grove_path(p)))
 }
 
 /// The paths of `git status --porcelain=v2 -z` entries (a rename's

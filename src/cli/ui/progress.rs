@@ -4,7 +4,7 @@ use std::cell::Cell;
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use grove::hooks::{HookOutcome, HookReporter, HookStatus};
+use grove::setup::{HookOutcome, HookReporter, HookStatus};
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// Shows hooks as they run, on stderr.

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::{AgentSpec, Native, launch};
+use crate::agent::{AgentSpec, Native};
 use crate::capture::{self, SessionRecord, state};
 use crate::error::{Error, Result};
 use crate::store::Thread;
@@ -75,8 +75,8 @@ pub fn plan(thread: &Thread, worktree: &Path, spec: AgentSpec, options: &Options
             (spec.command.clone(), session)
         }
     };
-    let argv = super::expand(&template, opening.as_deref(), session.as_deref())?;
-    let program = launch::program(&argv[0], &spec)?;
+    let argv = crate::agent::expand(&template, opening.as_deref(), session.as_deref())?;
+    let program = crate::agent::program::program(&argv[0], &spec)?;
     let repo_root = crate::project::Project::discover(worktree)?.main_root;
     Ok(Plan {
         repo_root,
@@ -95,7 +95,7 @@ pub fn plan(thread: &Thread, worktree: &Path, spec: AgentSpec, options: &Options
 /// How a session went.
 #[derive(Debug)]
 pub struct Outcome {
-    pub exit: launch::Exit,
+    pub exit: super::Exit,
     /// The hooks installed (or why not).
     pub hooks: Option<capture::install::Installed>,
     /// Messages captured after the agent exited (what the hooks missed).
@@ -149,12 +149,12 @@ pub fn run(plan: &Plan, grove: &Path) -> Result<Outcome> {
         env.extend(crate::ports::env(&crate::ports::of(&meta)));
     }
     let working = plan.opening.is_some();
-    let exit = launch::run(&plan.argv, &plan.program, &plan.worktree, &env, |pid| {
+    let exit = super::run(&plan.argv, &plan.program, &plan.worktree, &env, |pid| {
         let r = plan.thread.update_meta(|meta| {
             state::launched(meta, &plan.spec.id, plan.session.as_deref(), pid, working);
         });
         if let Err(e) = r {
-            capture::hook::log(
+            capture::event::log(
                 Some(&plan.thread),
                 &format!("launch: recording the state failed: {e}"),
             );
@@ -162,14 +162,14 @@ pub fn run(plan: &Plan, grove: &Path) -> Result<Outcome> {
     })?;
     let mut caught_up = 0;
     if let Some(native) = plan.spec.native {
-        match capture::sync::catch_up(&plan.thread, &plan.repo_root) {
+        match capture::catchup::catch_up(&plan.thread, &plan.repo_root) {
             Ok((n, errors)) => {
                 caught_up += n;
                 problems.extend(errors);
             }
             Err(e) => problems.push(format!("capturing the session: {e}")),
         }
-        match capture::sync::adopt_since(
+        match capture::catchup::adopt_since(
             &plan.thread,
             &plan.repo_root,
             native,

@@ -24,10 +24,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::Native;
+use crate::agent::Native;
 use crate::capture::{self, SessionRecord, transcripts};
 use crate::error::{Error, IoContext, Result};
-use crate::export::native::{self, NativeExport};
+use crate::export::native::NativeExport;
 use crate::store::Thread;
 
 /// A session grove wrote for an agent.
@@ -143,7 +143,9 @@ pub fn write_session(
         gemini_project(cwd, program)?;
     }
     let path = session_path(native, cwd, &id)?;
-    let report = write_new(&path, |out| native::write(thread, native, &id, cwd, out))?;
+    let report = write_new(&path, |out| {
+        crate::export::write_session(thread, native, &id, cwd, out)
+    })?;
     let transcript = match native {
         Native::OpenCode => opencode_import(&path, cwd, program, &id)?,
         _ => path.clone(),

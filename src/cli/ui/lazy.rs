@@ -25,7 +25,7 @@ pub fn define_only_what_runs(argv: &[OsString]) {
         .iter()
         .skip(1)
         .any(|a| a == "-h" || a == "--help" || a == "help");
-    let names_one = super::subcommand_word(argv).is_some();
+    let names_one = crate::cli::subcommand_word(argv).is_some();
     EAGER.store(asks_help || !names_one, Ordering::Relaxed);
 }
 

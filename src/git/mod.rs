@@ -1,12 +1,24 @@
 //! Reading git state. libgit2 where it is fast (HEAD, branch, status,
 //! ancestry); the git binary where libgit2 falls short (worktree listing,
 //! repositories using `extensions.relativeWorktrees`, which libgit2 cannot
-//! open — libgit2 issue 7210). Mutations live in the worktree manager.
+//! open — libgit2 issue 7210). Every mutation runs the git binary through
+//! [`cmd::Git`], so the user's config, hooks, LFS and sparse checkout apply.
+//! The worktree list, branches, integration of a task's commits and
+//! uncommitted changes are read here for every layer above.
 
 use std::path::{Path, PathBuf};
 
+pub mod cmd;
+pub mod integrated;
+mod listing;
+mod repo;
+
+pub use cmd::Git;
+pub use integrated::{Integration, Reason};
+pub(crate) use repo::is_dirty_among_many;
+pub use repo::{Repo, WorktreeEntry, is_dirty, parse_worktree_list};
+
 use crate::error::Result;
-use crate::gitcmd::Git;
 
 /// What a thread records about the repository it was started in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,8 +119,8 @@ fn main_root_of(common_dir: &Path) -> Option<PathBuf> {
 /// `None` when `common_dir` is not a bare repository.
 ///
 /// A task's worktree is never chosen — one under grove's
-/// [`crate::worktree::grove_worktrees_dir`], or one its cache records as
-/// the bare directory's task ([`crate::worktree::cached_as_task_of`]):
+/// [`crate::home::grove_worktrees_dir`], or one its cache records as
+/// the bare directory's task ([`crate::cache::cached_as_task_of`]):
 /// else the first task made from the bare directory would become the main
 /// checkout, the repository's cache, trust and records would move under
 /// its path, `init` would write into it and `rm` could not remove it.
@@ -121,7 +133,7 @@ fn bare_main_root(common_dir: &Path) -> Option<PathBuf> {
         .find_reference("HEAD")
         .ok()
         .and_then(|r| r.symbolic_target().ok().flatten().map(str::to_string));
-    let mut trees = candidate_worktrees(&repo, crate::worktree::grove_worktrees_dir());
+    let mut trees = candidate_worktrees(&repo, crate::home::grove_worktrees_dir());
     // The HEAD branch's first, then by path.
     trees.sort_by(|(a, a_branch), (b, b_branch)| {
         let not_head = |branch: &Option<String>| head.is_none() || *branch != head;
@@ -130,7 +142,7 @@ fn bare_main_root(common_dir: &Path) -> Option<PathBuf> {
     let stand_in = trees
         .into_iter()
         .map(|(path, _)| path)
-        .find(|path| !crate::worktree::cached_as_task_of(path, common_dir));
+        .find(|path| !crate::cache::cached_as_task_of(path, common_dir));
     // Its tasks' worktrees aside, the repository has none: the bare
     // directory stands in, wherever grove started (in a task's worktree
     // too, which is no more the main one from inside).

@@ -1,5 +1,7 @@
 //! Building new threads: their metadata envelope and first messages.
 
+pub mod sessions;
+
 use crate::atsf::{self, Agent, Context, Extra, Stats, ThreadMeta};
 use crate::store::new_thread_id;
 
@@ -94,17 +96,4 @@ pub fn start(
     }
     let meta = thread.meta()?;
     Ok((thread, meta))
-}
-
-/// Archives (`true`) or unarchives a thread; returns whether it changed.
-/// Unarchiving removes the field rather than writing `false`.
-pub fn set_archived(found: &crate::discovery::Found, archived: bool) -> crate::Result<bool> {
-    if found.meta.is_archived() == archived {
-        return Ok(false);
-    }
-    found
-        .thread
-        .update_meta(|m| m.archived = archived.then_some(true))?;
-    found.refresh_cache()?;
-    Ok(true)
 }

@@ -113,9 +113,14 @@ fn refused(out: &Output, e: &LandError) -> u8 {
     out.error(&format!("{e}{hint}"));
     match e {
         LandError::Conflict { .. } => super::exit::CONFLICT,
-        LandError::TestFailed { outcome, .. } => {
+        LandError::TestFailed {
+            outcome, signal, ..
+        } => {
             show_log(outcome.log_file.as_deref());
-            super::exit::TEST_FAILED
+            // Interrupted, as a shell reports it: 128 + the signal.
+            signal.map_or(super::exit::TEST_FAILED, |n| {
+                u8::try_from(128 + n).unwrap_or(super::exit::ERROR)
+            })
         }
         _ => super::exit::ERROR,
     }

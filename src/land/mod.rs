@@ -109,6 +109,8 @@ pub enum LandError {
     TestFailed {
         target: String,
         outcome: Box<HookOutcome>,
+        /// The signal that stopped it (Ctrl-C: SIGINT), when one did.
+        signal: Option<i32>,
     },
 
     /// The configured `preMergeCommands` are not trusted.

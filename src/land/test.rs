@@ -65,6 +65,7 @@ pub(super) fn run(
             return Err(LandError::TestFailed {
                 target: plan.target.clone(),
                 outcome: Box::new(outcome),
+                signal: watch.received(),
             });
         }
         outcomes.push(outcome);

@@ -584,3 +584,45 @@ fn a_checkout_that_cannot_follow_puts_the_target_back() {
         .unwrap_or(0);
     assert_eq!(journals, 0, "the step was undone, no journal left");
 }
+
+/// Ctrl-C while the test runs: its processes killed, the target as it
+/// was, the task's branch put back, exit 130.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_during_the_test_stops_the_merge() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let t = task_with_work(&sb, &repo);
+    let main = head(&sb, &repo, "main");
+    let tip = head(&sb, &t.wt, "HEAD");
+    let started = t.wt.parent().unwrap().join("test-started");
+    let test = format!("touch '{}'; sleep 60", started.display());
+    let child = sb
+        .grove(&repo)
+        .args(["merge", &t.id, "--test", &test])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let since = Instant::now();
+    while !started.exists() {
+        assert!(
+            since.elapsed() < Duration::from_secs(20),
+            "the test never ran"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted by SIGINT"), "{stderr}");
+    assert_eq!(head(&sb, &repo, "main"), main);
+    assert_eq!(head(&sb, &t.wt, "HEAD"), tip);
+    assert!(t.wt.is_dir());
+}

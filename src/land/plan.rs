@@ -40,11 +40,15 @@ pub(super) fn gather(repo: &Repo, found: &Found, options: &LandOptions) -> Resul
     let id = found.thread.id().to_string();
     let wt = found
         .live_worktree()
-        .ok_or_else(|| {
-            Error::Refused(format!(
-                "thread {id} has no worktree to merge from ({})",
+        .ok_or_else(|| match found.worktree {
+            Some(_) => Error::Refused(format!(
+                "the worktree of thread {id} is gone ({}); `grove switch {id}` makes it again, \
+                 from its branch",
                 found.status.as_str()
-            ))
+            )),
+            None => Error::Refused(format!(
+                "thread {id} has no worktree, so no branch of its own to merge"
+            )),
         })?
         .to_path_buf();
     let branch = branch_of(repo, &wt)?;

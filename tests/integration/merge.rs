@@ -398,6 +398,16 @@ fn without_a_thread_inside_the_task_and_into_another_branch() {
     // Outside any task, THREAD is needed.
     let err = fails_with(sb.grove(&repo).args(["merge"]), 1);
     assert!(err.contains("is not a task's worktree"), "{err}");
+    // A removed task is named as such.
+    let err = fails_with(sb.grove(&repo).args(["merge", &t.id]), 1);
+    assert!(
+        err.contains("is gone (removed)") && err.contains("grove switch"),
+        "{err}"
+    );
+    // A thread without a worktree has nothing to merge.
+    let notes = new_thread(&sb, &repo, "notes");
+    let err = fails_with(sb.grove(&repo).args(["merge", &notes]), 1);
+    assert!(err.contains("has no worktree"), "{err}");
 }
 
 #[test]

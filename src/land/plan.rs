@@ -67,7 +67,8 @@ pub(super) fn gather(repo: &Repo, found: &Found, options: &LandOptions) -> Resul
     let target_wt = repo
         .worktrees()?
         .into_iter()
-        .find(|w| w.branch.as_deref() == Some(target.as_str()) && !w.bare)
+        // A checkout whose directory is gone has no files to bring along.
+        .find(|w| w.branch.as_deref() == Some(target.as_str()) && !w.bare && w.path.is_dir())
         .map(|w| w.path);
     Ok(Plan {
         thread_id: id,

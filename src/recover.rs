@@ -153,6 +153,19 @@ fn describe(journal: &Path, step: &Action) -> Finding {
                     .unwrap_or_default()
             ),
         ),
+        Action::Land {
+            checkout,
+            target_ref,
+            new,
+            ..
+        } => (
+            "land",
+            checkout.clone(),
+            format!(
+                "bring the checkout along to {} at {new}, if {0} is there",
+                target_ref.trim_start_matches("refs/heads/")
+            ),
+        ),
         Action::Link { parent, child, .. } => (
             "link",
             child.clone(),
@@ -211,6 +224,13 @@ fn apply(step: &Action) -> Result<()> {
             branch,
             branch_tip,
         } => finish_removal(repo, worktree, cached, branch, branch_tip),
+        Action::Land {
+            repo,
+            checkout,
+            target_ref,
+            old,
+            new,
+        } => crate::land::finish_interrupted(repo, checkout, target_ref, old, new),
         Action::Link {
             parent,
             child,

@@ -383,9 +383,9 @@ fn check_config(path: &Path, report: &mut Report) {
                 }
             }
         }
-        // The spec's postSetupCommands, and grove's preRemoveCommands of
-        // the same shape.
-        for list in ["postSetupCommands", "preRemoveCommands"] {
+        // The spec's postSetupCommands, and grove's preRemoveCommands and
+        // preMergeCommands of the same shape.
+        for list in ["postSetupCommands", "preRemoveCommands", "preMergeCommands"] {
             for (i, c) in f
                 .array(h, "worktreeHooks.", list, false)
                 .into_iter()

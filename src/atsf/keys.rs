@@ -22,6 +22,7 @@ const HOOKS: &[&str] = &[
     "env",
     "envFile",
     "preRemoveCommands",
+    "preMergeCommands",
 ];
 const COMMAND: &[&str] = &[
     "command",
@@ -69,6 +70,7 @@ pub fn near_misses(config: &Value) -> Vec<NearMiss> {
         for (list, known) in [
             ("postSetupCommands", COMMAND),
             ("preRemoveCommands", COMMAND),
+            ("preMergeCommands", COMMAND),
             ("symlinks", LINK),
             ("copies", LINK),
         ] {

@@ -19,6 +19,7 @@ mod launch;
 mod list;
 mod man;
 mod mention;
+mod merge;
 mod new;
 mod path;
 mod pull;
@@ -54,6 +55,10 @@ pub mod exit {
     /// `grove import`: something was not imported as it was (the rest was);
     /// `grove capture install`: some events got no hook.
     pub const PARTIAL: u8 = 4;
+    /// `grove merge`: the task's branch conflicts with the target.
+    pub const CONFLICT: u8 = 5;
+    /// `grove merge`: a test command failed.
+    pub const TEST_FAILED: u8 = 6;
 }
 
 #[derive(Parser)]
@@ -62,7 +67,7 @@ pub mod exit {
     version,
     about = "Start AI agent tasks in isolated git worktrees and keep their conversations next to the code",
     long_about = None,
-    after_help = "Exit codes: 0 success, 1 error, 2 usage error, 3 a hook failed (new --strict), 4 an import or a capture install left something out.\nThreads are stored in the Agent Thread Storage Format v1.1 under .agent/threads/."
+    after_help = "Exit codes: 0 success, 1 error, 2 usage error, 3 a hook failed (new --strict), 4 an import or a capture install left something out (merge: landed, task not removed), 5 merge conflict, 6 merge test failed.\nThreads are stored in the Agent Thread Storage Format v1.1 under .agent/threads/."
 )]
 struct Cli {
     /// Run as if grove was started in DIR (like `git -C`).
@@ -100,6 +105,7 @@ enum Command {
     List(Lazy<list::Args>),
     Repair(Lazy<repair::Args>),
     Rm(Lazy<rm::Args>),
+    Merge(Lazy<merge::Args>),
     Path(Lazy<path::Args>),
     Gc(Lazy<gc::Args>),
     Trust(Lazy<trust::Args>),
@@ -297,6 +303,7 @@ fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::List(Lazy(args)) => list::run(args, &cwd, out),
         Command::Repair(Lazy(args)) => repair::run(args, &cwd, out),
         Command::Rm(Lazy(args)) => rm::run(args, &cwd, out),
+        Command::Merge(Lazy(args)) => merge::run(args, &cwd, out),
         Command::Path(Lazy(args)) => path::run(args, &cwd, out),
         Command::Gc(Lazy(args)) => gc::run(args, &cwd, out),
         Command::Trust(Lazy(args)) => trust::run(args, &cwd, out),

@@ -29,6 +29,7 @@ mod large;
 mod layers;
 mod live;
 mod loss;
+mod merge;
 mod names;
 mod native;
 mod outside;

@@ -397,7 +397,7 @@ fn without_a_thread_inside_the_task_and_into_another_branch() {
     );
     // Outside any task, THREAD is needed.
     let err = fails_with(sb.grove(&repo).args(["merge"]), 1);
-    assert!(err.contains("is not a task's worktree"), "{err}");
+    assert!(err.contains("is not in a task's worktree"), "{err}");
     // A removed task is named as such.
     let err = fails_with(sb.grove(&repo).args(["merge", &t.id]), 1);
     assert!(

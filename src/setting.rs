@@ -99,6 +99,25 @@ pub fn branch_prefix(config: Option<&Config>, config_file: &Path) -> Setting<Str
     first(repository, user, DEFAULT_BRANCH_PREFIX.to_string())
 }
 
+/// Default template of generated branch names: the prefix, then the
+/// title's slug.
+pub const DEFAULT_BRANCH_TEMPLATE: &str = "{prefix}{slug}";
+
+/// The template of generated branch names — `{prefix}` (the branch prefix),
+/// `{slug}` (the title in lower case, words joined by `-`), `{id}` (the
+/// first 8 of the thread id): the repository's `grove.branchTemplate`, else
+/// the user's `branch-template`, else `{prefix}{slug}`.
+pub fn branch_template(config: Option<&Config>, config_file: &Path) -> Setting<String> {
+    let repository = config
+        .and_then(|c| crate::atsf::grove::ConfigSection::of(&c.extra).branch_template())
+        .map(|p| (p.to_string(), config_file, "grove.branchTemplate"));
+    let user = crate::userconfig::get()
+        .ok()
+        .and_then(|u| u.branch_template.clone())
+        .map(|p| (p, "branch-template"));
+    first(repository, user, DEFAULT_BRANCH_TEMPLATE.to_string())
+}
+
 /// The agent of a new thread: `explicit` (from the command line), else the
 /// repository's `defaults.agentId`, else the user's `agent`, else
 /// `unknown`.

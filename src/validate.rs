@@ -429,6 +429,7 @@ fn check_config(path: &Path, report: &mut Report) {
 /// grove's own section of `config.json`.
 fn grove_section(f: &mut Fields, g: &Map<String, Value>) {
     f.string(g, "grove.", "branchPrefix", false);
+    f.string(g, "grove.", "branchTemplate", false);
     f.string(g, "grove.", "notify", false);
     f.boolean(g, "grove.", "submodules");
     f.boolean(g, "grove.", "lfs");

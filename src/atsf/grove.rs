@@ -199,6 +199,11 @@ impl<'a> ConfigSection<'a> {
         self.0?.get("branchPrefix")?.as_str()
     }
 
+    /// `branchTemplate`: how the branches grove names are made.
+    pub fn branch_template(&self) -> Option<&'a str> {
+        self.0?.get("branchTemplate")?.as_str()
+    }
+
     /// A `true`/`false` switch of the section (`copyIgnored`, …), when set.
     pub fn switch(&self, key: &str) -> Option<bool> {
         self.0?.get(key)?.as_bool()

@@ -32,7 +32,14 @@ const COMMAND: &[&str] = &[
     "platforms",
 ];
 const LINK: &[&str] = &["source", "target"];
-const GROVE: &[&str] = &["branchPrefix", "agents", "notify", "submodules", "lfs"];
+const GROVE: &[&str] = &[
+    "branchPrefix",
+    "branchTemplate",
+    "agents",
+    "notify",
+    "submodules",
+    "lfs",
+];
 
 /// One misspelt key: where, what it says, and the likely key.
 #[derive(Debug, Clone, PartialEq, Eq)]

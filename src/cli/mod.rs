@@ -24,6 +24,7 @@ mod new;
 mod path;
 mod pull;
 mod push;
+mod rename;
 mod repair;
 mod resume;
 mod rm;
@@ -107,6 +108,7 @@ enum Command {
     Rm(Lazy<rm::Args>),
     Merge(Lazy<merge::Args>),
     Path(Lazy<path::Args>),
+    Rename(Lazy<rename::Args>),
     Gc(Lazy<gc::Args>),
     Trust(Lazy<trust::Args>),
     Fork(Lazy<fork::Args>),
@@ -305,6 +307,7 @@ fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Rm(Lazy(args)) => rm::run(args, &cwd, out),
         Command::Merge(Lazy(args)) => merge::run(args, &cwd, out),
         Command::Path(Lazy(args)) => path::run(args, &cwd, out),
+        Command::Rename(Lazy(args)) => rename::run(args, &cwd, out),
         Command::Gc(Lazy(args)) => gc::run(args, &cwd, out),
         Command::Trust(Lazy(args)) => trust::run(args, &cwd, out),
         Command::Fork(Lazy(args)) => fork::run(args, &cwd, out),

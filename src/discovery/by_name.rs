@@ -51,6 +51,9 @@ pub(super) fn pick(project: &Project, query: &str, threads: &[Found]) -> Result<
 /// A branch may look like a path (`grove/fix-login`); it is one only when
 /// the directory is there.
 fn as_path(project: &Project, query: &str) -> Option<PathBuf> {
+    if query.is_empty() {
+        return None;
+    }
     let path = Path::new(query);
     let joined = if path.is_absolute() {
         path.to_path_buf()

@@ -45,6 +45,8 @@ pub fn resolve_reporting(project: &Project, query: &str) -> Result<(Found, Vec<E
         None => super::by_name::pick(project, query, &found.threads)?,
     };
     let Some(index) = index else {
+        // Not an id, and no task's name: say why it is no id.
+        crate::store::validate_thread_id(query)?;
         return Err(not_found(project, query, &found.errors));
     };
     let Discovered {

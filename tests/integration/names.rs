@@ -120,3 +120,104 @@ fn rm_of_several_goes_on_past_a_refusal_and_exits_with_it() {
     assert!(dirty.wt.is_dir(), "the refused one stays");
     assert!(!clean.wt.exists(), "the other one is removed");
 }
+
+#[test]
+fn branches_are_named_after_the_title_with_the_id_only_to_tell_two_apart() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let first = task(&sb, &repo, "Fix the login bug!");
+    assert_eq!(first.branch, "grove/fix-the-login-bug");
+    let second = task(&sb, &repo, "Fix the login bug");
+    assert_eq!(
+        second.branch,
+        format!("grove/fix-the-login-bug-{}", &second.id[..4])
+    );
+    // A title with no letter grove can use: the id.
+    let none = task(&sb, &repo, "日本語");
+    assert_eq!(none.branch, format!("grove/{}", &none.id[..8]));
+    // The template and the prefix are the repository's to choose.
+    write_config(
+        &repo,
+        serde_json::json!({"specVersion": "1.1", "grove": {"branchPrefix": "agent/", "branchTemplate": "{prefix}{id}-{slug}"}}),
+    );
+    let templated = task(&sb, &repo, "Tidy up");
+    assert_eq!(
+        templated.branch,
+        format!("agent/{}-tidy-up", &templated.id[..8])
+    );
+}
+
+#[test]
+fn rename_changes_the_title_and_with_branch_the_branch_grove_made() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let t = task(&sb, &repo, "Fix the login bug");
+    std::fs::write(t.wt.join("a.txt"), "a").unwrap();
+    sb.git(&t.wt, &["add", "a.txt"]);
+    sb.git(&t.wt, &["commit", "-qm", "a"]);
+    // The title alone.
+    let out = ok(sb
+        .grove(&repo)
+        .args(["rename", "login", "Fix the sign-in bug"]));
+    assert_eq!(out.trim(), "Fix the sign-in bug");
+    assert_eq!(row_of(&sb, &repo, &t.id)["title"], "Fix the sign-in bug");
+    assert_eq!(sb.git(&t.wt, &["branch", "--show-current"]), t.branch);
+    // And the branch, from inside the task.
+    let v = json(&ok(sb.grove(&t.wt).args([
+        "rename",
+        ".",
+        "Fix the sign-in flow",
+        "--branch",
+        "--json",
+    ])));
+    assert_eq!(v["branch"]["from"], t.branch.as_str());
+    assert_eq!(v["branch"]["to"], "grove/fix-the-sign-in-flow");
+    assert_eq!(
+        sb.git(&t.wt, &["branch", "--show-current"]),
+        "grove/fix-the-sign-in-flow"
+    );
+    let meta = read_json(&t.wt.join(".agent/threads").join(&t.id).join("thread.json"));
+    assert_eq!(meta["context"]["gitBranch"], "grove/fix-the-sign-in-flow");
+    // grove still knows it made the branch: rm deletes it with the worktree.
+    sb.git(&repo, &["merge", "-q", "grove/fix-the-sign-in-flow"]);
+    ok(sb.grove(&repo).args(["rm", "sign-in"]));
+    assert!(!branches(&sb, &repo).iter().any(|b| b.contains("sign-in")));
+}
+
+#[test]
+fn rename_refuses_a_branch_grove_did_not_make_or_that_is_pushed() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    sb.git(&repo, &["branch", "mine"]);
+    let v = new_task(&sb, &repo, &["Use my branch", "--branch", "mine"]);
+    let id = v["threadId"].as_str().unwrap().to_string();
+    let err = fails_with(
+        sb.grove(&repo).args(["rename", &id, "Other", "--branch"]),
+        1,
+    );
+    assert!(err.contains("did not make the branch mine"), "{err}");
+    assert_eq!(
+        row_of(&sb, &repo, &id)["title"],
+        "Use my branch",
+        "nothing changed"
+    );
+
+    let pushed = task(&sb, &repo, "Pushed work");
+    let remote = sb.dir("remote.git");
+    sb.git(&remote, &["init", "-q", "--bare"]);
+    sb.git(
+        &repo,
+        &["remote", "add", "origin", remote.to_str().unwrap()],
+    );
+    sb.git(&pushed.wt, &["push", "-q", "-u", "origin", &pushed.branch]);
+    let err = fails_with(
+        sb.grove(&repo)
+            .args(["rename", &pushed.id, "Renamed", "--branch"]),
+        1,
+    );
+    assert!(err.contains("is pushed"), "{err}");
+    assert_eq!(
+        sb.git(&pushed.wt, &["branch", "--show-current"]),
+        pushed.branch
+    );
+}

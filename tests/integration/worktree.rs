@@ -44,15 +44,16 @@ fn new_creates_branch_worktree_and_thread_and_prints_the_path() {
     let meta = read_json(&threads[0].join("thread.json"));
     let id = meta["threadId"].as_str().unwrap();
     assert_eq!(&dir_name[7..], &id[..8]);
-    let branch = format!("grove/{}", &id[..8]);
+    // The branch is named after the title.
+    let branch = "grove/fix-the-login-bug";
     assert_eq!(sb.git(&path, &["branch", "--show-current"]), branch);
     let ctx = &meta["context"];
     assert_eq!(ctx["workingDir"], path.display().to_string());
     assert_eq!(ctx["relativeDir"], ".");
-    assert_eq!(ctx["gitBranch"], branch.as_str());
+    assert_eq!(ctx["gitBranch"], branch);
     assert_eq!(ctx["gitCommit"], sb.git(&path, &["rev-parse", "HEAD"]));
     assert_eq!(ctx["worktree"]["path"], path.display().to_string());
-    assert_eq!(ctx["worktree"]["branch"], branch.as_str());
+    assert_eq!(ctx["worktree"]["branch"], branch);
     assert_eq!(ctx["remoteUrl"], "https://example.invalid/app.git");
     assert_eq!(ctx["baseRevision"], "HEAD");
     assert_eq!(ctx["baseCommit"], sb.git(&repo, &["rev-parse", "HEAD"]));

@@ -36,6 +36,7 @@ mod outside;
 mod parallel;
 mod ports;
 mod props;
+mod quick_start;
 mod read;
 mod real_agents;
 mod real_sources;

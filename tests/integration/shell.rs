@@ -50,6 +50,7 @@ fn in_shell(sb: &Sandbox, sh: &str, dir: &Path, script: &str) -> String {
 }
 
 #[test]
+#[cfg_attr(skip_shells, ignore = "GROVE_SKIP_SHELLS=1: needs bash, zsh and fish")]
 fn completions_offer_subcommands_flags_and_thread_ids_in_bash_zsh_and_fish() {
     let sb = Sandbox::new();
     let repo = sb.repo("app");
@@ -139,7 +140,8 @@ fn manual_pages_come_from_the_same_definitions() {
 }
 
 #[test]
-fn shell_init_leaves_bash_zsh_and_fish_in_the_worktree_and_switch_revives_a_removed_task() {
+#[cfg_attr(skip_shells, ignore = "GROVE_SKIP_SHELLS=1: needs bash, zsh and fish")]
+fn shell_init_leaves_bash_zsh_and_fish_in_the_worktree() {
     let sb = Sandbox::new();
     let repo = sb.repo("app");
     for (sh, init) in [
@@ -181,7 +183,12 @@ fn shell_init_leaves_bash_zsh_and_fish_in_the_worktree_and_switch_revives_a_remo
         assert!(lines[0].contains("/thread-"), "{sh}: {out}");
         assert_eq!(Path::new(lines[1]), sb.path(), "{sh}: {out}");
     }
+}
 
+#[test]
+fn switch_revives_a_removed_task() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
     // switch makes a removed task's worktree again, its thread restored.
     let task = new_task(&sb, &repo, &["removed", "--prompt", "keep me"]);
     let id = task["threadId"].as_str().unwrap();

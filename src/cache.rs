@@ -557,3 +557,17 @@ fn cached_worktree(entry: &Path) -> Option<PathBuf> {
     let record: CacheRecord = serde_json::from_slice(crate::atsf::strip_bom(&bytes)).ok()?;
     Some(PathBuf::from(record.worktree_path)).filter(|p| !p.as_os_str().is_empty())
 }
+
+/// The main checkout of the repository whose task had its worktree at
+/// `path` or above it, as this machine's cache records it: where a grove
+/// run from a removed worktree (a shell left in it) finds its repository.
+pub fn repo_of_removed_worktree(path: &Path) -> Option<PathBuf> {
+    let entries = entries(None).ok()?;
+    entries
+        .iter()
+        .filter_map(|(_, dir)| read_record(dir).ok())
+        .filter(|r| !r.worktree_path.is_empty() && path.starts_with(&r.worktree_path))
+        .max_by_key(|r| r.worktree_path.len())
+        .map(|r| PathBuf::from(r.repo_root))
+        .filter(|root| root.is_dir())
+}

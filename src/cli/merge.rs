@@ -74,11 +74,15 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         background: std::io::stderr().is_terminal(),
     };
     let reporter = Reporter::new(out.is_quiet() || args.json);
+    let leaving = super::shell_init::Leaving::worktree(cwd, found.worktree.as_deref());
     let landed = match land::land(&repo, &found, &options, &reporter) {
         Ok(landed) => landed,
         Err(e) => return Ok(refused(out, &e)),
     };
     drop(reporter);
+    if landed.removed.is_some() {
+        leaving.done(&found.repo_root);
+    }
     report(out, &landed);
     if args.json {
         out.json(&landed)?;

@@ -294,8 +294,7 @@ pub fn main() -> ExitCode {
 fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
     let cwd = match cli.directory {
         Some(dir) => dir,
-        None => std::env::current_dir()
-            .map_err(|e| anyhow::anyhow!("cannot read the current directory: {e}"))?,
+        None => current_dir(out)?,
     };
     match cli.command {
         Command::Init(Lazy(args)) => init::run(args, &cwd, out),
@@ -337,6 +336,32 @@ fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
             .map(|()| exit::SUCCESS)
             .map_err(Into::into),
     }
+}
+
+/// The directory grove runs in. One deleted under the shell (a task's
+/// worktree removed while the shell was in it) is taken as the repository
+/// whose task it was, as the cache records it, else as the nearest
+/// directory above it that is still there — so every command works from it.
+fn current_dir(out: &Output) -> anyhow::Result<PathBuf> {
+    let err = match std::env::current_dir() {
+        Ok(dir) => return Ok(dir),
+        Err(e) => e,
+    };
+    let pwd = std::env::var_os("PWD")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute());
+    let Some(pwd) = pwd else {
+        anyhow::bail!("cannot read the current directory: {err}; cd to a directory that exists");
+    };
+    let instead = grove::cache::repo_of_removed_worktree(&pwd)
+        .or_else(|| pwd.ancestors().find(|a| a.is_dir()).map(PathBuf::from))
+        .ok_or_else(|| anyhow::anyhow!("cannot read the current directory: {err}"))?;
+    out.warn(&format!(
+        "the current directory {} is gone; working in {}",
+        output::escape_line(&pwd.display().to_string()),
+        output::escape_line(&instead.display().to_string())
+    ));
+    Ok(instead)
 }
 
 /// Renders an error chain on stderr and picks the exit code. A closed stdout

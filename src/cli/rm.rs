@@ -70,8 +70,12 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let mut removed_all = Vec::new();
     let mut failure = None;
     for found in &tasks {
+        let leaving = super::shell_init::Leaving::worktree(cwd, found.worktree.as_deref());
         match remove_one(&args, found, out) {
-            Ok(removed) => removed_all.push(removed),
+            Ok(removed) => {
+                leaving.done(&found.repo_root);
+                removed_all.push(removed);
+            }
             // One refusal does not stop the others; the first decides the
             // exit code.
             Err(e) if tasks.len() > 1 => {

@@ -448,3 +448,55 @@ fn worktree_list_read_from_gits_files_matches_git_worktree_list() {
     assert!(from_files[0].bare, "{from_files:#?}");
     assert_eq!(from_files, lib.worktrees_from_git().unwrap());
 }
+
+#[test]
+fn the_main_checkout_can_commit_its_agent_config_after_grove_new() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    ok(sb.grove(&repo).arg("init"));
+    // An older grove's entries, hiding the config in every checkout.
+    let exclude = repo.join(".git/info/exclude");
+    std::fs::write(
+        &exclude,
+        "# >>> grove: files grove created in worktrees (managed; see grove README)\n\
+         /.agent/config.json\n/.agent/.gitignore\n# <<< grove\n",
+    )
+    .unwrap();
+    let task = new_task(&sb, &repo, &["t"]);
+    let wt = std::path::PathBuf::from(task["worktreePath"].as_str().unwrap());
+    // The task's worktree is clean, with the config copied in.
+    assert_eq!(sb.git(&wt, &["status", "--porcelain"]), "");
+    assert!(wt.join(".agent/config.json").is_file());
+    // The main checkout still sees its config, and commits it.
+    let status = sb.git(&repo, &["status", "--porcelain", "--untracked-files=all"]);
+    assert!(status.contains(".agent/config.json"), "{status}");
+    sb.git(&repo, &["add", ".agent/config.json"]);
+    sb.git(&repo, &["commit", "-qm", "grove config"]);
+    let excluded = std::fs::read_to_string(&exclude).unwrap();
+    assert!(!excluded.contains(".agent/"), "{excluded}");
+    // A task made once it is committed has it checked out, clean too.
+    let next = new_task(&sb, &repo, &["u"]);
+    let next_wt = std::path::PathBuf::from(next["worktreePath"].as_str().unwrap());
+    assert_eq!(sb.git(&next_wt, &["status", "--porcelain"]), "");
+    assert_eq!(
+        sb.git(&next_wt, &["ls-files", ".agent/config.json"]),
+        ".agent/config.json"
+    );
+}
+
+#[test]
+fn a_tracked_agent_gitignore_is_left_alone_and_an_untracked_config_not_copied() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    ok(sb.grove(&repo).arg("init"));
+    sb.git(&repo, &["add", ".agent/.gitignore"]);
+    sb.git(&repo, &["commit", "-qm", "agent gitignore"]);
+    let task = new_task(&sb, &repo, &["t"]);
+    let wt = std::path::PathBuf::from(task["worktreePath"].as_str().unwrap());
+    assert_eq!(sb.git(&wt, &["status", "--porcelain"]), "");
+    assert!(!wt.join(".agent/config.json").exists());
+    assert_eq!(
+        std::fs::read(wt.join(".agent/.gitignore")).unwrap(),
+        std::fs::read(repo.join(".agent/.gitignore")).unwrap()
+    );
+}

@@ -276,6 +276,8 @@ pub fn main() -> ExitCode {
         }
     }
     grove::git::cmd::set_verbose(cli.verbose);
+    // The library's refusals name what would help; here, as flags.
+    grove::set_hint_words(hint_words);
     if let Ok(exe) = std::env::current_exe() {
         grove::trash::set_background_deleter(exe);
     }
@@ -376,12 +378,36 @@ fn report(out: &Output, err: &anyhow::Error) -> ExitCode {
             return ExitCode::from(exit::SUCCESS);
         }
     }
-    let mut message = format!("{}", err);
-    for cause in err.chain().skip(1) {
+    out.error(&error_text(err));
+    ExitCode::from(exit_code_of(err))
+}
+
+/// An error and its causes, one line each.
+pub fn error_text(err: &anyhow::Error) -> String {
+    let mut chain = err.chain();
+    let mut message = chain.next().map(|e| e.to_string()).unwrap_or_default();
+    for cause in chain {
         message.push_str(&format!("\n  caused by: {cause}"));
     }
-    out.error(&message);
-    ExitCode::from(exit_code_of(err))
+    message
+}
+
+/// A library hint as the command line's flag or command.
+pub fn hint_words(hint: grove::Hint) -> String {
+    match hint {
+        grove::Hint::Force => "--force",
+        grove::Hint::Reap => "--reap",
+        grove::Hint::Purge => "--purge",
+        grove::Hint::Redact => "--redact",
+        grove::Hint::AllowSecrets => "--allow-secrets",
+        grove::Hint::RemoveForce => "grove rm --force",
+        grove::Hint::Remove => "grove rm",
+        grove::Hint::Scan => "grove scan",
+        grove::Hint::Trust => "--trust",
+        grove::Hint::NoHooks => "--no-hooks",
+        grove::Hint::NoSubmodules => "--no-submodules",
+    }
+    .to_string()
 }
 
 /// The exit code an error ends grove with.

@@ -243,6 +243,18 @@ impl<'a> Output<'a> {
         Ok(handle)
     }
 
+    /// [`Output::begin`] for a thread an incremental import last left at
+    /// `at` rather than where this import starts: a source whose threads
+    /// stop at different places (Claude Code's sidechains written inline)
+    /// writes only the ones its new records go on.
+    pub fn begin_expecting(&mut self, meta: ThreadMeta, at: u64) -> Result<ThreadHandle> {
+        let resume_at = self.resume_at.map(|_| at);
+        let resume_at = std::mem::replace(&mut self.resume_at, resume_at);
+        let handle = self.begin(meta);
+        self.resume_at = resume_at;
+        handle
+    }
+
     fn open(&mut self, mut meta: ThreadMeta) -> Result<Slot> {
         let store = match self.destination {
             Destination::Into(target) => {

@@ -11,12 +11,14 @@
 //!
 //! A first import reads the file twice, holding one record at a time: once
 //! for the tree ([`index`]), once to write each thread. Later imports read
-//! only the lines after the last one taken, as long as they go on the
-//! conversation (a new branch, a sidechain, or a summary pointing back
-//! means the whole file is read again).
+//! only the lines after the last one taken, as long as each goes on the
+//! conversation or on a sidechain written inline ([`side`]); a new branch,
+//! or a record following one no thread remembers, means the whole file is
+//! read again.
 
 mod build;
 mod index;
+mod side;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -25,6 +27,7 @@ use serde_json::{Map, Value, json};
 
 use self::build::{Builder, Carried, Results};
 use self::index::{Entry, Facts};
+use self::side::{Route, Side};
 use super::lines::{Lines, Reread};
 use super::stream::set_waiting;
 use super::tree::{link_fork, shape};
@@ -113,8 +116,20 @@ struct State {
     created: String,
     /// The conversation's last records: (uuid, a prompt or reply), oldest first.
     window: Vec<(String, bool)>,
+    /// The first byte of the conversation's records not taken, when the
+    /// cursor is behind it (held back by a sidechain): the conversation's
+    /// records before it are passed over when read again.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    main_from: u64,
+    /// The sidechains written inline (Claude Code 1.0).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    sidechains: Vec<Side>,
     #[serde(flatten)]
     carried: Carried,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// How many of the conversation's last records a cursor remembers: a new
@@ -233,7 +248,13 @@ fn import_whole(path: &Path, out: &mut Output) -> Result<Option<Resume>> {
     let title = names.title(builder.title());
     let index_of = builder.index_of.clone();
     let ended = builder.end(out);
-    let cut = ended.unconsumed.unwrap_or(end);
+    let main_cut = ended.unconsumed.unwrap_or(end);
+    let fed = whole.sidechains(out, &shape.sidechains)?;
+    // The cursor stops where the first thread's records stop being taken.
+    let cut = fed
+        .iter()
+        .map(|s| s.cut.unwrap_or(end))
+        .fold(main_cut, u64::min);
     out.set_offset(cut);
     let mut main_meta = out.meta_mut(main).cloned();
     if let Some(m) = &mut main_meta {
@@ -241,16 +262,17 @@ fn import_whole(path: &Path, out: &mut Output) -> Result<Option<Resume>> {
         set_waiting(m, ended.waiting);
     }
     whole.forks(out, &shape.forks, &title, main_meta.as_mut(), &index_of)?;
-    whole.sidechains(out, &shape.sidechains)?;
+    let mut sidechains = Vec::with_capacity(fed.len());
+    for s in fed {
+        out.finish(s.handle)?;
+        sidechains.push(s.state(&entries, end, cut));
+    }
+    side::prune(&mut sidechains);
     if let (Some(m), Some(slot)) = (main_meta, out.meta_mut(main)) {
         *slot = m;
     }
     out.finish(main)?;
 
-    if !shape.sidechains.is_empty() {
-        // Sidechains interleave with the conversation: read it all next time.
-        return Ok(None);
-    }
     let state = State {
         session: names.session.clone(),
         agent_file: names.agent_file,
@@ -258,7 +280,9 @@ fn import_whole(path: &Path, out: &mut Output) -> Result<Option<Resume>> {
         branch: facts.branch.clone(),
         version: facts.version.clone(),
         created: first_time(&entries, &shape.main_records),
-        window: window_of(&entries, &shape.main_records, cut),
+        window: window_of(&entries, &shape.main_records, main_cut),
+        main_from: if main_cut > cut { main_cut } else { 0 },
+        sidechains,
         carried: ended.carried,
     };
     Ok(Some(Resume {
@@ -266,6 +290,36 @@ fn import_whole(path: &Path, out: &mut Output) -> Result<Option<Resume>> {
         line: line_at(&entries, cut, next_line),
         state: serde_json::to_value(state).unwrap_or(Value::Null),
     }))
+}
+
+/// A sidechain written, not finished yet: the cursor it leaves is not
+/// known until every thread is fed.
+struct Fed {
+    handle: super::ThreadHandle,
+    root: String,
+    members: Vec<usize>,
+    /// The first byte of it not taken, if any.
+    cut: Option<u64>,
+    carried: Carried,
+}
+
+impl Fed {
+    /// What the next import needs of it; `end` is where the lines read
+    /// end, `at` the cursor recorded on its thread.
+    fn state(self, entries: &[Entry], end: u64, at: u64) -> Side {
+        let from = self.cut.unwrap_or(end);
+        let mut window = Vec::new();
+        side::extend_window(&mut window, entries, &self.members, from);
+        Side {
+            root: self.root,
+            from,
+            at,
+            open: self.cut.is_some(),
+            created: first_time(entries, &self.members),
+            window,
+            carried: self.carried,
+        }
+    }
 }
 
 /// A whole transcript being written: what each of its threads needs.
@@ -372,24 +426,41 @@ impl<'a> Whole<'a> {
         Ok(())
     }
 
-    /// Sidechains written into the session file (before subagent files).
-    fn sidechains(&mut self, out: &mut Output, sidechains: &[(String, Vec<usize>)]) -> Result<()> {
+    /// Sidechains written into the session file (before subagent files),
+    /// each left unfinished for the caller.
+    fn sidechains(
+        &mut self,
+        out: &mut Output,
+        sidechains: &[(String, Vec<usize>)],
+    ) -> Result<Vec<Fed>> {
+        let mut fed = Vec::with_capacity(sidechains.len());
         for (root, members) in sidechains {
             let id = format!("{}-side-{root}", self.names.main_id);
             let mut meta = self.meta(&id, "", members);
             meta.main_thread_id = Some(self.names.main_id.clone());
             let (side, b) = self.feed(out, meta, members, Kind::Sidechain)?;
-            let title = format!(
-                "Subagent: {}",
-                b.title().unwrap_or_else(|| "sidechain".into())
-            );
-            if let Some(m) = out.meta_mut(side) {
-                m.title = title;
-            }
-            b.end(out);
-            out.finish(side)?;
+            set_side_title(out, side, &b);
+            let ended = b.end(out);
+            fed.push(Fed {
+                handle: side,
+                root: root.clone(),
+                members: members.clone(),
+                cut: ended.unconsumed,
+                carried: ended.carried,
+            });
         }
-        Ok(())
+        Ok(fed)
+    }
+}
+
+/// A subagent's thread is named by its first prompt.
+fn set_side_title(out: &mut Output, side: super::ThreadHandle, b: &Builder) {
+    let title = format!(
+        "Subagent: {}",
+        b.title().unwrap_or_else(|| "sidechain".into())
+    );
+    if let Some(m) = out.meta_mut(side) {
+        m.title = title;
     }
 }
 
@@ -401,9 +472,10 @@ enum Kind {
     Sidechain,
 }
 
-/// The lines after the last import: they must go on the conversation.
+/// The lines after the last import: each goes on the conversation or on a
+/// sidechain it knows, or the whole file is read again.
 fn import_tail(path: &Path, from: &Resume, out: &mut Output) -> Result<Option<Resume>> {
-    let state: State = serde_json::from_value(from.state.clone())
+    let mut state: State = serde_json::from_value(from.state.clone())
         .map_err(|e| Error::Restart(format!("the cursor's state does not read: {e}")))?;
     let live = is_live(path);
     let Scan {
@@ -420,81 +492,74 @@ fn import_tail(path: &Path, from: &Resume, out: &mut Output) -> Result<Option<Re
             state: from.state.clone(),
         }));
     }
-    check_continues(&state, &entries)?;
+    let routes = side::route(
+        &entries,
+        &mut state.sidechains,
+        state.main_from,
+        &state.window,
+        state.agent_file,
+        from.offset,
+    )?;
+    check_continues(&state, &entries, &routes)?;
+    let tail = Tail::new(path, &state, &entries, &records, &routes, live);
+    let mut results = tail.results();
 
-    let names = Names {
-        session: state.session.clone(),
-        agent_file: state.agent_file,
-        main_id: if state.agent_file {
-            let stem = path
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .unwrap_or("session");
-            format!("claude-{}-{stem}", state.session)
-        } else {
-            format!("claude-{}", state.session)
-        },
-    };
-    let facts = Facts {
-        session: Some(state.session.clone()),
-        cwd: Some(state.cwd.clone()),
-        branch: state.branch.clone(),
-        version: state.version.clone(),
-        ..Facts::default()
-    };
-    let all: Vec<usize> = (0..entries.len()).collect();
-    let mut meta = thread_meta(&names.main_id, "", &facts, &entries, &all, path, &names);
+    let main_members = tail.members(Route::Main);
+    let mut meta = tail.meta(&tail.names.main_id, &main_members);
     meta.created_at = state.created.clone();
     let main = out.begin(meta)?;
-    let mut builder = Builder::new(main, true, live, state.carried.clone());
-    builder.uuids = state
-        .window
-        .iter()
-        .map(|(u, _)| u.clone())
-        .chain(
-            entries
-                .iter()
-                .filter_map(|e| e.uuid.as_deref().map(str::to_string)),
-        )
-        .collect();
-    let mut results = TailResults {
-        records: &records,
-        entries: &entries,
-        results: HashMap::new(),
-        calls: HashSet::new(),
-    };
-    for (i, raw) in records.iter().enumerate() {
-        for id in index::result_ids(raw) {
-            results.results.entry(id.to_string()).or_insert(i);
-        }
-        for id in call_ids(raw) {
-            results.calls.insert(id);
-        }
+    let mut builder = tail.builder(main, state.carried.clone());
+    for &i in &main_members {
+        builder.record(out, i, &entries[i], records[i].clone(), &mut results)?;
     }
-    for (i, e) in entries.iter().enumerate() {
-        builder.record(out, i, e, records[i].clone(), &mut results)?;
-    }
-    let title = names.title(builder.title());
+    let title = tail.names.title(builder.title());
     let ended = builder.end(out);
-    let cut = ended.unconsumed.unwrap_or(end);
+    let main_cut = ended.unconsumed.unwrap_or(end);
+
+    let mut fed = Vec::new();
+    for (n, side) in state.sidechains.iter().enumerate() {
+        let members = tail.members(Route::Side(n));
+        if !members.is_empty() {
+            fed.push((n, tail.side(out, side, members, &mut results)?));
+        }
+    }
+    let cut = fed
+        .iter()
+        .map(|(_, s)| s.cut.unwrap_or(end))
+        .fold(main_cut, u64::min);
     out.set_offset(cut);
+    for (n, s) in fed {
+        out.finish(s.handle)?;
+        let mut side = s.state(&entries, end, cut);
+        let old = &mut state.sidechains[n];
+        let mut window = std::mem::take(&mut old.window);
+        side::extend_window(&mut window, &entries, &side_members(&routes, n), side.from);
+        side.window = window;
+        if !old.created.is_empty() {
+            side.created = std::mem::take(&mut old.created);
+        }
+        *old = side;
+    }
+    side::prune(&mut state.sidechains);
     if let Some(m) = out.meta_mut(main) {
         m.title = title;
         set_waiting(m, ended.waiting);
     }
     out.finish(main)?;
 
-    let mut window = state.window;
+    let mut window = std::mem::take(&mut state.window);
     window.extend(
-        entries
+        main_members
             .iter()
-            .filter(|e| e.offset < cut)
+            .map(|&i| &entries[i])
+            .filter(|e| e.offset < main_cut)
             .filter_map(|e| Some((e.uuid.as_deref()?.to_string(), e.substantive))),
     );
     let excess = window.len().saturating_sub(WINDOW);
     window.drain(..excess);
     let state = State {
         window,
+        main_from: if main_cut > cut { main_cut } else { 0 },
         carried: ended.carried,
         ..state
     };
@@ -505,11 +570,163 @@ fn import_tail(path: &Path, from: &Resume, out: &mut Output) -> Result<Option<Re
     }))
 }
 
-/// The new records go on the conversation: each follows one of its last
-/// records, none starts a branch beside a later prompt or reply, none is a
-/// sidechain, and a summary names a record known here. Otherwise the whole
-/// file is read again.
-fn check_continues(state: &State, entries: &[Entry]) -> Result<()> {
+fn side_members(routes: &[Route], n: usize) -> Vec<usize> {
+    (0..routes.len())
+        .filter(|&i| routes[i] == Route::Side(n))
+        .collect()
+}
+
+/// The new lines of a source, routed: what each thread written from them
+/// needs.
+struct Tail<'a> {
+    path: &'a Path,
+    names: Names,
+    facts: Facts,
+    entries: &'a [Entry],
+    records: &'a [Map<String, Value>],
+    routes: &'a [Route],
+    /// The session's uuids known here (a summary's leaf must be one).
+    uuids: HashSet<String>,
+    live: bool,
+}
+
+impl<'a> Tail<'a> {
+    fn new(
+        path: &'a Path,
+        state: &State,
+        entries: &'a [Entry],
+        records: &'a [Map<String, Value>],
+        routes: &'a [Route],
+        live: bool,
+    ) -> Self {
+        let names = Names {
+            session: state.session.clone(),
+            agent_file: state.agent_file,
+            main_id: if state.agent_file {
+                let stem = path
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .unwrap_or("session");
+                format!("claude-{}-{stem}", state.session)
+            } else {
+                format!("claude-{}", state.session)
+            },
+        };
+        let facts = Facts {
+            session: Some(state.session.clone()),
+            cwd: Some(state.cwd.clone()),
+            branch: state.branch.clone(),
+            version: state.version.clone(),
+            ..Facts::default()
+        };
+        let uuids = state
+            .window
+            .iter()
+            .map(|(u, _)| u.clone())
+            .chain(
+                entries
+                    .iter()
+                    .filter_map(|e| e.uuid.as_deref().map(str::to_string)),
+            )
+            .collect();
+        Tail {
+            path,
+            names,
+            facts,
+            entries,
+            records,
+            routes,
+            uuids,
+            live,
+        }
+    }
+
+    /// The entries going to `route`, in file order.
+    fn members(&self, route: Route) -> Vec<usize> {
+        (0..self.routes.len())
+            .filter(|&i| self.routes[i] == route)
+            .collect()
+    }
+
+    fn meta(&self, id: &str, members: &[usize]) -> atsf::ThreadMeta {
+        thread_meta(
+            id,
+            "",
+            &self.facts,
+            self.entries,
+            members,
+            self.path,
+            &self.names,
+        )
+    }
+
+    /// A builder for thread `handle`: records after its last message wait
+    /// for the next import (a sidechain's too: it may go on).
+    fn builder(&self, handle: super::ThreadHandle, carried: Carried) -> Builder {
+        let mut b = Builder::new(handle, true, self.live, carried);
+        b.uuids = self.uuids.clone();
+        b
+    }
+
+    /// The results of the records taken here, in memory: a record another
+    /// import took is not looked at again.
+    fn results(&self) -> TailResults<'a> {
+        let mut results = TailResults {
+            records: self.records,
+            entries: self.entries,
+            results: HashMap::new(),
+            calls: HashSet::new(),
+        };
+        for (i, raw) in self.records.iter().enumerate() {
+            if self.routes[i] == Route::Taken {
+                continue;
+            }
+            for id in index::result_ids(raw) {
+                results.results.entry(id.to_string()).or_insert(i);
+            }
+            for id in call_ids(raw) {
+                results.calls.insert(id);
+            }
+        }
+        results
+    }
+
+    /// Writes sidechain `side`'s new records `members` (not finished yet).
+    fn side(
+        &self,
+        out: &mut Output,
+        side: &Side,
+        members: Vec<usize>,
+        results: &mut TailResults,
+    ) -> Result<Fed> {
+        let id = format!("{}-side-{}", self.names.main_id, side.root);
+        let mut meta = self.meta(&id, &members);
+        meta.main_thread_id = Some(self.names.main_id.clone());
+        if !side.created.is_empty() {
+            meta.created_at = side.created.clone();
+        }
+        let handle = out.begin_expecting(meta, side.at)?;
+        let mut b = self.builder(handle, side.carried.clone());
+        for &i in &members {
+            let e = &self.entries[i];
+            b.record(out, i, e, self.records[i].clone(), results)?;
+        }
+        set_side_title(out, handle, &b);
+        let ended = b.end(out);
+        Ok(Fed {
+            handle,
+            root: side.root.clone(),
+            members,
+            cut: ended.unconsumed,
+            carried: ended.carried,
+        })
+    }
+}
+
+/// The conversation's new records go on it: each follows one of its last
+/// records, and none starts a branch beside a later prompt or reply.
+/// Otherwise the whole file is read again.
+fn check_continues(state: &State, entries: &[Entry], routes: &[Route]) -> Result<()> {
     let mut position: HashMap<&str, usize> = HashMap::new();
     let mut last_said = None;
     let mut n = 0;
@@ -520,9 +737,9 @@ fn check_continues(state: &State, entries: &[Entry]) -> Result<()> {
         }
         n += 1;
     }
-    for e in entries {
-        if e.sidechain && !state.agent_file {
-            return Err(Error::Restart("a sidechain record".into()));
+    for (e, route) in entries.iter().zip(routes) {
+        if *route != Route::Main {
+            continue;
         }
         if let Some(p) = e.parent.as_deref() {
             let Some(&at) = position.get(p) else {

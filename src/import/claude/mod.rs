@@ -249,11 +249,16 @@ fn import_whole(path: &Path, out: &mut Output) -> Result<Option<Resume>> {
     let index_of = builder.index_of.clone();
     let ended = builder.end(out);
     let main_cut = ended.unconsumed.unwrap_or(end);
-    let fed = whole.sidechains(out, &shape.sidechains)?;
+    // A sidechain's thread records where the lines read end: it is only
+    // checked by the next import that writes it (see `Side::at`), and each
+    // is finished as soon as it is written, not held open.
+    out.set_offset(end);
+    let mut sidechains = whole.sidechains(out, &shape.sidechains, end)?;
     // The cursor stops where the first thread's records stop being taken.
-    let cut = fed
+    let cut = sidechains
         .iter()
-        .map(|s| s.cut.unwrap_or(end))
+        .filter(|s| s.open)
+        .map(|s| s.from)
         .fold(main_cut, u64::min);
     out.set_offset(cut);
     let mut main_meta = out.meta_mut(main).cloned();
@@ -262,11 +267,6 @@ fn import_whole(path: &Path, out: &mut Output) -> Result<Option<Resume>> {
         set_waiting(m, ended.waiting);
     }
     whole.forks(out, &shape.forks, &title, main_meta.as_mut(), &index_of)?;
-    let mut sidechains = Vec::with_capacity(fed.len());
-    for s in fed {
-        out.finish(s.handle)?;
-        sidechains.push(s.state(&entries, end, cut));
-    }
     side::prune(&mut sidechains);
     if let (Some(m), Some(slot)) = (main_meta, out.meta_mut(main)) {
         *slot = m;
@@ -292,10 +292,8 @@ fn import_whole(path: &Path, out: &mut Output) -> Result<Option<Resume>> {
     }))
 }
 
-/// A sidechain written, not finished yet: the cursor it leaves is not
-/// known until every thread is fed.
+/// A sidechain's records written: what its state is made of.
 struct Fed {
-    handle: super::ThreadHandle,
     root: String,
     members: Vec<usize>,
     /// The first byte of it not taken, if any.
@@ -305,15 +303,15 @@ struct Fed {
 
 impl Fed {
     /// What the next import needs of it; `end` is where the lines read
-    /// end, `at` the cursor recorded on its thread.
-    fn state(self, entries: &[Entry], end: u64, at: u64) -> Side {
+    /// end, recorded on its thread.
+    fn state(self, entries: &[Entry], end: u64) -> Side {
         let from = self.cut.unwrap_or(end);
         let mut window = Vec::new();
         side::extend_window(&mut window, entries, &self.members, from);
         Side {
             root: self.root,
             from,
-            at,
+            at: end,
             open: self.cut.is_some(),
             created: first_time(entries, &self.members),
             window,
@@ -426,14 +424,15 @@ impl<'a> Whole<'a> {
         Ok(())
     }
 
-    /// Sidechains written into the session file (before subagent files),
-    /// each left unfinished for the caller.
+    /// Sidechains written into the session file (before subagent files);
+    /// what the next import needs of each.
     fn sidechains(
         &mut self,
         out: &mut Output,
         sidechains: &[(String, Vec<usize>)],
-    ) -> Result<Vec<Fed>> {
-        let mut fed = Vec::with_capacity(sidechains.len());
+        end: u64,
+    ) -> Result<Vec<Side>> {
+        let mut sides = Vec::with_capacity(sidechains.len());
         for (root, members) in sidechains {
             let id = format!("{}-side-{root}", self.names.main_id);
             let mut meta = self.meta(&id, "", members);
@@ -441,15 +440,16 @@ impl<'a> Whole<'a> {
             let (side, b) = self.feed(out, meta, members, Kind::Sidechain)?;
             set_side_title(out, side, &b);
             let ended = b.end(out);
-            fed.push(Fed {
-                handle: side,
+            out.finish(side)?;
+            let fed = Fed {
                 root: root.clone(),
                 members: members.clone(),
                 cut: ended.unconsumed,
                 carried: ended.carried,
-            });
+            };
+            sides.push(fed.state(self.entries, end));
         }
-        Ok(fed)
+        Ok(sides)
     }
 }
 
@@ -516,30 +516,29 @@ fn import_tail(path: &Path, from: &Resume, out: &mut Output) -> Result<Option<Re
     let ended = builder.end(out);
     let main_cut = ended.unconsumed.unwrap_or(end);
 
-    let mut fed = Vec::new();
-    for (n, side) in state.sidechains.iter().enumerate() {
+    out.set_offset(end);
+    for n in 0..state.sidechains.len() {
         let members = tail.members(Route::Side(n));
-        if !members.is_empty() {
-            fed.push((n, tail.side(out, side, members, &mut results)?));
+        if members.is_empty() {
+            continue;
         }
+        let fed = tail.side(out, &state.sidechains[n], &members, &mut results)?;
+        let side = &mut state.sidechains[n];
+        let mut next = fed.state(&entries, end);
+        next.window = std::mem::take(&mut side.window);
+        side::extend_window(&mut next.window, &entries, &members, next.from);
+        if !side.created.is_empty() {
+            next.created = std::mem::take(&mut side.created);
+        }
+        *side = next;
     }
-    let cut = fed
+    let cut = state
+        .sidechains
         .iter()
-        .map(|(_, s)| s.cut.unwrap_or(end))
+        .filter(|s| s.open)
+        .map(|s| s.from)
         .fold(main_cut, u64::min);
     out.set_offset(cut);
-    for (n, s) in fed {
-        out.finish(s.handle)?;
-        let mut side = s.state(&entries, end, cut);
-        let old = &mut state.sidechains[n];
-        let mut window = std::mem::take(&mut old.window);
-        side::extend_window(&mut window, &entries, &side_members(&routes, n), side.from);
-        side.window = window;
-        if !old.created.is_empty() {
-            side.created = std::mem::take(&mut old.created);
-        }
-        *old = side;
-    }
     side::prune(&mut state.sidechains);
     if let Some(m) = out.meta_mut(main) {
         m.title = title;
@@ -568,12 +567,6 @@ fn import_tail(path: &Path, from: &Resume, out: &mut Output) -> Result<Option<Re
         line: line_at(&entries, cut, next_line),
         state: serde_json::to_value(state).unwrap_or(Value::Null),
     }))
-}
-
-fn side_members(routes: &[Route], n: usize) -> Vec<usize> {
-    (0..routes.len())
-        .filter(|&i| routes[i] == Route::Side(n))
-        .collect()
 }
 
 /// The new lines of a source, routed: what each thread written from them
@@ -691,32 +684,32 @@ impl<'a> Tail<'a> {
         results
     }
 
-    /// Writes sidechain `side`'s new records `members` (not finished yet).
+    /// Writes sidechain `side`'s new records `members`.
     fn side(
         &self,
         out: &mut Output,
         side: &Side,
-        members: Vec<usize>,
+        members: &[usize],
         results: &mut TailResults,
     ) -> Result<Fed> {
         let id = format!("{}-side-{}", self.names.main_id, side.root);
-        let mut meta = self.meta(&id, &members);
+        let mut meta = self.meta(&id, members);
         meta.main_thread_id = Some(self.names.main_id.clone());
         if !side.created.is_empty() {
             meta.created_at = side.created.clone();
         }
         let handle = out.begin_expecting(meta, side.at)?;
         let mut b = self.builder(handle, side.carried.clone());
-        for &i in &members {
+        for &i in members {
             let e = &self.entries[i];
             b.record(out, i, e, self.records[i].clone(), results)?;
         }
         set_side_title(out, handle, &b);
         let ended = b.end(out);
+        out.finish(handle)?;
         Ok(Fed {
-            handle,
             root: side.root.clone(),
-            members,
+            members: members.to_vec(),
             cut: ended.unconsumed,
             carried: ended.carried,
         })

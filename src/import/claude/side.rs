@@ -24,7 +24,10 @@ pub(super) struct Side {
     /// The first byte of its records not taken (all before it were).
     pub from: u64,
     /// The offset its thread records (`metadata.import.offset`): where the
-    /// import that last wrote it left the source.
+    /// lines read by the import that last wrote it end. Only the next import
+    /// writing it checks it (another import moved it on: the whole file is
+    /// read again); it is not the cursor, which is known only once every
+    /// thread is written, and a thread is not held open that long.
     pub at: u64,
     /// Whether records of it were left for the next import.
     pub open: bool,
@@ -53,8 +56,8 @@ pub(super) enum Route {
 }
 
 /// Routes each of `entries` to its thread. `sides` (the state's) gains the
-/// sidechains the tail starts (their threads expected to be begun at
-/// `cursor`, where this import starts). A sidechain record following a record no
+/// sidechains the tail starts (their threads, not written yet, expected
+/// at `cursor`, where this import starts). A sidechain record following a record no
 /// sidechain remembers is [`Error::Restart`]: only the whole file says
 /// where it goes.
 pub(super) fn route(

@@ -797,7 +797,7 @@ impl ExistingThread {
 
 /// How many bytes of new messages a source read whole holds before they
 /// are appended (see `ExistingThread::keep`).
-const BATCH_BYTES: usize = 2 << 20;
+const BATCH_BYTES: usize = 1 << 20;
 
 /// The length of `m` as a line of the log (0 if it cannot be one: the
 /// append says why).

@@ -22,6 +22,7 @@
 //!   message (`claudeRecordsAfter`).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::rc::Rc;
 
 use serde_json::{Map, Value};
 
@@ -95,7 +96,8 @@ pub(super) struct Builder {
     /// What the cursor this builder started from had counted.
     api_start: HashMap<String, [u64; 5]>,
     /// Known uuids of this session (a summary's leaf must be one).
-    pub uuids: HashSet<String>,
+    /// Shared by every thread of a source (one copy, not one per subagent).
+    pub uuids: Rc<HashSet<String>>,
     log: CallLog,
     /// Entry index → index of the message it went into.
     pub index_of: HashMap<usize, u64>,
@@ -127,7 +129,7 @@ impl Builder {
             api_counted,
             api_log: Vec::new(),
             api_start,
-            uuids: HashSet::new(),
+            uuids: Rc::default(),
             log: CallLog::default(),
             index_of: HashMap::new(),
         }

@@ -124,6 +124,11 @@ struct State {
     /// The sidechains written inline (Claude Code 1.0).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     sidechains: Vec<Side>,
+    /// Lines after the cursor their threads took: not read again (a
+    /// subagent's long sidechain, while the reply that started it waits
+    /// for its result, would be read at every import).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    taken: side::Taken,
     #[serde(flatten)]
     carried: Carried,
 }
@@ -267,6 +272,7 @@ fn import_whole(path: &Path, out: &mut Output) -> Result<Option<Resume>> {
         set_waiting(m, ended.waiting);
     }
     whole.forks(out, &shape.forks, &title, main_meta.as_mut(), &index_of)?;
+    let taken = taken_in_whole(&entries, &shape, main_cut, &sidechains, cut);
     side::prune(&mut sidechains);
     if let (Some(m), Some(slot)) = (main_meta, out.meta_mut(main)) {
         *slot = m;
@@ -283,6 +289,7 @@ fn import_whole(path: &Path, out: &mut Output) -> Result<Option<Resume>> {
         window: window_of(&entries, &shape.main_records, main_cut),
         main_from: if main_cut > cut { main_cut } else { 0 },
         sidechains,
+        taken,
         carried: ended.carried,
     };
     Ok(Some(Resume {
@@ -290,6 +297,33 @@ fn import_whole(path: &Path, out: &mut Output) -> Result<Option<Resume>> {
         line: line_at(&entries, cut, next_line),
         state: serde_json::to_value(state).unwrap_or(Value::Null),
     }))
+}
+
+/// The lines after `cut` a whole import took: the conversation's before
+/// its own stop `main_cut`, each sidechain's before its own, every fork's
+/// (a fork is written whole).
+fn taken_in_whole(
+    entries: &[Entry],
+    shape: &super::tree::Shape,
+    main_cut: u64,
+    sides: &[Side],
+    cut: u64,
+) -> side::Taken {
+    let mut limit = vec![main_cut; entries.len()];
+    for ((_, members), side) in shape.sidechains.iter().zip(sides) {
+        for &i in members {
+            limit[i] = side.from;
+        }
+    }
+    if !shape.forks.is_empty() {
+        let main: HashSet<usize> = shape.main_records.iter().copied().collect();
+        for (_, chain, _) in &shape.forks {
+            for &i in chain.iter().filter(|i| !main.contains(i)) {
+                limit[i] = u64::MAX;
+            }
+        }
+    }
+    side::taken_ranges(&[], entries, cut, |i| entries[i].offset < limit[i])
 }
 
 /// A sidechain's records written: what its state is made of.
@@ -326,7 +360,7 @@ struct Whole<'a> {
     entries: &'a [Entry],
     facts: &'a Facts,
     names: &'a Names,
-    uuids: HashSet<String>,
+    uuids: std::rc::Rc<HashSet<String>>,
     reread: Reread,
     results: FileResults<'a>,
     live: bool,
@@ -345,10 +379,12 @@ impl<'a> Whole<'a> {
             entries,
             facts,
             names,
-            uuids: entries
-                .iter()
-                .filter_map(|e| e.uuid.as_deref().map(str::to_string))
-                .collect(),
+            uuids: std::rc::Rc::new(
+                entries
+                    .iter()
+                    .filter_map(|e| e.uuid.as_deref().map(str::to_string))
+                    .collect(),
+            ),
             reread: Reread::open(path)?,
             results: FileResults {
                 entries,
@@ -484,7 +520,7 @@ fn import_tail(path: &Path, from: &Resume, out: &mut Output) -> Result<Option<Re
         end,
         next_line,
         ..
-    } = scan_keeping(path, from.offset, from.line, live, out)?;
+    } = scan_keeping(path, from, live, out, &state.taken)?;
     if entries.is_empty() {
         return Ok(Some(Resume {
             offset: end,
@@ -539,6 +575,11 @@ fn import_tail(path: &Path, from: &Resume, out: &mut Output) -> Result<Option<Re
         .map(|s| s.from)
         .fold(main_cut, u64::min);
     out.set_offset(cut);
+    state.taken = side::taken_ranges(&state.taken, &entries, cut, |i| match routes[i] {
+        Route::Taken => true,
+        Route::Main => entries[i].offset < main_cut,
+        Route::Side(n) => entries[i].offset < state.sidechains[n].from,
+    });
     side::prune(&mut state.sidechains);
     if let Some(m) = out.meta_mut(main) {
         m.title = title;
@@ -579,7 +620,7 @@ struct Tail<'a> {
     records: &'a [Map<String, Value>],
     routes: &'a [Route],
     /// The session's uuids known here (a summary's leaf must be one).
-    uuids: HashSet<String>,
+    uuids: std::rc::Rc<HashSet<String>>,
     live: bool,
 }
 
@@ -612,16 +653,18 @@ impl<'a> Tail<'a> {
             version: state.version.clone(),
             ..Facts::default()
         };
-        let uuids = state
-            .window
-            .iter()
-            .map(|(u, _)| u.clone())
-            .chain(
-                entries
-                    .iter()
-                    .filter_map(|e| e.uuid.as_deref().map(str::to_string)),
-            )
-            .collect();
+        let uuids = std::rc::Rc::new(
+            state
+                .window
+                .iter()
+                .map(|(u, _)| u.clone())
+                .chain(
+                    entries
+                        .iter()
+                        .filter_map(|e| e.uuid.as_deref().map(str::to_string)),
+                )
+                .collect(),
+        );
         Tail {
             path,
             names,
@@ -769,23 +812,30 @@ struct Scan {
 
 /// Reads the lines from `offset` for the tree, one record at a time.
 fn scan(path: &Path, offset: u64, line: u64, live: bool, out: &mut Output) -> Result<Scan> {
-    scan_lines(path, offset, line, live, out, false)
+    scan_lines(path, (offset, line), live, out, false, &[])
 }
 
-/// [`scan`], keeping the records.
-fn scan_keeping(path: &Path, offset: u64, line: u64, live: bool, out: &mut Output) -> Result<Scan> {
-    scan_lines(path, offset, line, live, out, true)
+/// [`scan`], keeping the records, passing over the `taken` lines.
+fn scan_keeping(
+    path: &Path,
+    from: &Resume,
+    live: bool,
+    out: &mut Output,
+    taken: &[(u64, u64, u64)],
+) -> Result<Scan> {
+    scan_lines(path, (from.offset, from.line), live, out, true, taken)
 }
 
 fn scan_lines(
     path: &Path,
-    offset: u64,
-    line: u64,
+    (offset, line): (u64, u64),
     live: bool,
     out: &mut Output,
     keep: bool,
+    taken: &[(u64, u64, u64)],
 ) -> Result<Scan> {
     let mut lines = Lines::open(path, offset, line)?;
+    let mut taken = taken.iter().peekable();
     let mut scan = Scan {
         entries: Vec::new(),
         records: Vec::new(),
@@ -793,7 +843,19 @@ fn scan_lines(
         end: offset,
         next_line: line.max(1),
     };
-    while let Some(line) = lines.next_line()? {
+    loop {
+        while let Some(&&(start, end, newlines)) = taken.peek() {
+            if start > lines.offset() {
+                break;
+            }
+            if start == lines.offset() {
+                lines.skip_to(end, newlines)?;
+            }
+            taken.next();
+        }
+        let Some(line) = lines.next_line()? else {
+            break;
+        };
         if line.is_blank() {
             if line.terminated {
                 scan.end = line.end();
@@ -909,4 +971,58 @@ fn thread_meta(
         }),
     );
     meta
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::import::{Destination, Summary};
+
+    /// Lines their threads took are passed over, and the lines after them
+    /// keep their numbers and offsets.
+    #[test]
+    fn taken_lines_are_not_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let lines: Vec<String> = (1..=6)
+            .map(|n| format!("{{\"type\":\"user\",\"uuid\":\"u{n}\"}}\n"))
+            .collect();
+        std::fs::write(&path, lines.concat()).unwrap();
+        let at = |n: usize| lines[..n - 1].iter().map(String::len).sum::<usize>() as u64;
+        let entry = |n: usize| Entry {
+            offset: at(n),
+            len: lines[n - 1].len() - 1,
+            line: n as u64,
+            kind: "user".into(),
+            uuid: None,
+            parent: None,
+            sidechain: false,
+            time: None,
+            only_results: false,
+            substantive: true,
+            hash: None,
+        };
+        // Lines 3 and 4 taken, then 6; read from line 2.
+        let entries = [entry(2), entry(3), entry(4), entry(5), entry(6)];
+        let taken = side::taken_ranges(&[], &entries, at(2), |i| matches!(i, 1 | 2 | 4));
+        assert_eq!(taken.len(), 2, "{taken:?}");
+        let destination = Destination::Root(dir.path().to_path_buf());
+        let mut summary = Summary::default();
+        let mut out = Output::new(&destination, &mut summary, &path, None);
+        let from = Resume {
+            offset: at(2),
+            line: 2,
+            state: Value::Null,
+        };
+        let scan = scan_keeping(&path, &from, false, &mut out, &taken).unwrap();
+        let read: Vec<(u64, u64, Option<&str>)> = scan
+            .entries
+            .iter()
+            .zip(&scan.records)
+            .map(|(e, r)| (e.line, e.offset, r.get("uuid").and_then(Value::as_str)))
+            .collect();
+        assert_eq!(read, [(2, at(2), Some("u2")), (5, at(5), Some("u5"))]);
+        assert_eq!(scan.end, at(7));
+        assert_eq!(scan.next_line, 7);
+    }
 }

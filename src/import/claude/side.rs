@@ -168,3 +168,42 @@ pub(super) fn prune(sides: &mut Vec<Side>) {
         true
     });
 }
+
+/// Bytes after the cursor that their threads took: (start, end, the
+/// newlines within). A later import does not read them again.
+pub(super) type Taken = Vec<(u64, u64, u64)>;
+
+/// `ranges` (sorted, from an earlier import) from `cut` on, with the lines
+/// of `entries` that `taken` says were taken and are at `cut` or after;
+/// lines next to each other (one newline apart) make one range.
+pub(super) fn taken_ranges(
+    ranges: &[(u64, u64, u64)],
+    entries: &[Entry],
+    cut: u64,
+    taken: impl Fn(usize) -> bool,
+) -> Taken {
+    let mut all: Taken = ranges.iter().copied().filter(|r| r.0 >= cut).collect();
+    all.extend(
+        (0..entries.len())
+            .filter(|&i| entries[i].offset >= cut && taken(i))
+            .map(|i| {
+                (
+                    entries[i].offset,
+                    entries[i].offset + entries[i].len as u64,
+                    0,
+                )
+            }),
+    );
+    all.sort_unstable();
+    let mut merged: Taken = Vec::with_capacity(all.len());
+    for r in all {
+        match merged.last_mut() {
+            Some(last) if last.1 + 1 == r.0 => {
+                last.1 = r.1;
+                last.2 += r.2 + 1;
+            }
+            _ => merged.push(r),
+        }
+    }
+    merged
+}

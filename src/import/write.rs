@@ -328,9 +328,8 @@ impl<'a> Sink<'a> {
             }
             other => other?,
         };
-        let log_path = staged.path().join(atsf::MESSAGES_FILE);
-        let log =
-            BufWriter::with_capacity(256 * 1024, crate::fsutil::open_append(&log_path, false)?);
+        let log_path = staged.log_path();
+        let log = BufWriter::with_capacity(256 * 1024, staged.open_log()?);
         Ok(Slot::New(Box::new(NewThread {
             staged,
             meta,

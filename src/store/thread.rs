@@ -236,6 +236,16 @@ impl Thread {
         self.write_meta(meta)
     }
 
+    /// [`Thread::save_meta`] after an append: the log, synced already, is
+    /// what the new `thread.json` follows from (see
+    /// [`fsutil::write_atomic_derived`]).
+    fn save_meta_after_append(&self, meta: &mut ThreadMeta) -> Result<()> {
+        meta.v = Some(meta.version() + 1);
+        self.guard()?;
+        fsutil::refuse_symlink(&self.meta_path())?;
+        fsutil::write_atomic_derived(&self.meta_path(), &atsf::to_pretty(meta)?)
+    }
+
     /// A consistent view for copying: `thread.json` and the length of the
     /// complete lines of `messages.jsonl`, read together under the lock.
     /// Since the log is append-only, those bytes stay as they are.
@@ -469,7 +479,11 @@ impl ThreadLock<'_> {
         }
         set_recorded_length(&mut meta, clean_len + bytes.len() as u64);
         change(&mut meta);
-        let meta_error = self.save(&mut meta).err();
+        let meta_error = if options.fsync {
+            self.thread.save_meta_after_append(&mut meta).err()
+        } else {
+            self.save(&mut meta).err()
+        };
         let count = prepared.len();
         let mut out = Vec::with_capacity(count);
         let mut meta_error = meta_error;

@@ -133,6 +133,18 @@ fn run_commands(
     outcomes
 }
 
+/// Points the outcomes' logs at their copies in the thread's cache entry
+/// `cached` (`None`: not kept, `--purge`): the thread directory `from`
+/// they were written in goes with the worktree.
+pub fn logs_moved(outcomes: &mut [HookOutcome], from: &Path, cached: Option<&Path>) {
+    for o in outcomes {
+        o.log_file = o.log_file.take().and_then(|log| {
+            let inside = Path::new(&log).strip_prefix(from).ok()?;
+            Some(cached?.join(inside).display().to_string())
+        });
+    }
+}
+
 /// The outcomes into `metadata.grove.teardown` of the thread (best effort:
 /// the removal does not depend on it).
 fn record(found: &Found, outcomes: &[HookOutcome]) {

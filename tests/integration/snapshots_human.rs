@@ -104,7 +104,8 @@ fn the_trust_question_as_a_terminal_shows_it() {
     write_config(
         &repo,
         serde_json::json!({"specVersion": "1.1", "worktreeHooks": {"postSetupCommands": [
-            {"command": "npm ci", "label": "Install"}, {"command": "make setup"}]}}),
+            {"command": "npm ci", "label": "Install"}, {"command": "make setup"}],
+            "preRemoveCommands": [{"command": "docker compose down", "label": "Stop"}]}}),
     );
     let mut cmd = std::process::Command::new("script");
     sb.env(&mut cmd);

@@ -44,7 +44,8 @@ pub struct Args {
     no_hooks: bool,
 
     /// When the worktree is made again: trust the repository's
-    /// postSetupCommands as they are now, without asking.
+    /// postSetupCommands and preRemoveCommands as they are now, without
+    /// asking.
     #[arg(long)]
     trust: bool,
 }

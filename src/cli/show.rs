@@ -210,6 +210,9 @@ fn follow(
         write_extensions(&mut w, style, meta, graph)?;
         w.flush()?;
     }
+    // The results already there are folded into their calls; one that
+    // comes later, its call already shown, is shown as it comes.
+    let mut completions = Completions::of(thread)?;
     let mut offset = 0u64;
     let mut pending: Vec<u8> = Vec::new();
     let mut index = 0usize;
@@ -247,7 +250,11 @@ fn follow(
                         serde_json::to_writer(&mut w, &m)?;
                         w.write_all(b"\n")?;
                     }
-                    Ok(m) => write_message(&mut w, style, index, &m, args)?,
+                    Ok(m) => {
+                        if let Some(m) = completions.shown(m) {
+                            write_message(&mut w, style, index, &m, args)?;
+                        }
+                    }
                     Err(e) => out.warn(&format!("skipped a malformed line: {e}")),
                 }
                 index += 1;

@@ -357,7 +357,7 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
         .iter()
         .find(|d| d.file_name().is_some_and(|n| n == id.as_str()))
         .cloned();
-    super::teardown::logs_moved(&mut teardown, found.thread.dir(), cached_at.as_deref());
+    super::teardown::logs_moved(&mut teardown, found, cached_at.as_deref());
     let branch_deleted =
         remove_worktree_and_branch(repo, &wt, &branch_plan, options.background, || {
             // The worktree's directory is gone: the cache is its threads' home.

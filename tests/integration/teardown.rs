@@ -68,6 +68,11 @@ fn teardown_runs_in_the_worktree_once_trusted_on_its_own_and_is_recorded() {
     let meta = read_json(&cached.join("thread.json"));
     assert_eq!(meta["metadata"]["grove"]["teardown"][0]["status"], "ok");
     assert!(cached.join("logs/pre-remove-1.log").is_file());
+    assert_eq!(
+        meta["metadata"]["grove"]["teardown"][0]["logFile"],
+        cached.join("logs/pre-remove-1.log").display().to_string(),
+        "the cached thread names the log it keeps"
+    );
 }
 
 #[test]

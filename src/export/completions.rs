@@ -8,9 +8,10 @@
 //! calls, the second folds them into the messages they complete.
 
 use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader};
 
-use crate::atsf::{Message, ToolCall};
-use crate::error::{Error, Result};
+use crate::atsf::{self, COMPLETES_KEY, Message, ToolCall};
+use crate::error::{Error, IoContext, Result};
 use crate::store::Thread;
 
 /// The completions of a thread, by the id of the message they complete.
@@ -24,11 +25,24 @@ pub struct Completions {
 
 impl Completions {
     /// The completion messages of `thread` (malformed lines are left to the
-    /// pass that shows the messages, which reports them).
+    /// pass that shows the messages, which reports them). Only the lines
+    /// naming the field are parsed: this pass costs a read, not a parse.
     pub fn of(thread: &Thread) -> Result<Completions> {
+        thread.guard()?;
         let mut completions = Completions::default();
-        for item in thread.messages()? {
-            match item {
+        let path = thread.messages_path();
+        let Some(file) = crate::fsutil::open_read_opt(&path)? else {
+            return Ok(completions);
+        };
+        let needle = format!("\"{COMPLETES_KEY}\"");
+        let finder = memchr::memmem::Finder::new(needle.as_bytes());
+        let reader = BufReader::with_capacity(256 * 1024, file);
+        for (number, line) in reader.split(b'\n').enumerate() {
+            let line = line.ctx("reading", &path)?;
+            if finder.find(&line).is_none() {
+                continue;
+            }
+            match atsf::parse_message_line(&path, number as u64 + 1, &line) {
                 Ok(m) => completions.add(m),
                 Err(Error::Parse { .. }) => {}
                 Err(e) => return Err(e),

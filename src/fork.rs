@@ -93,7 +93,7 @@ pub fn derive(
     spec: &ChildSpec,
     options: &DeriveOptions,
     reporter: &dyn HookReporter,
-    ask_trust: &dyn Fn(&[atsf::PostSetupCommand]) -> bool,
+    ask_trust: &dyn Fn(&crate::setup::TrustAsked) -> bool,
 ) -> Result<Derived> {
     let maker = ChildMaker {
         parent: &parent.thread,

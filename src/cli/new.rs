@@ -99,7 +99,8 @@ pub struct TaskArgs {
     #[arg(long)]
     pub no_hooks: bool,
 
-    /// Trust this repository's postSetupCommands as they are now, without asking.
+    /// Trust this repository's postSetupCommands and preRemoveCommands as
+    /// they are now, without asking.
     #[arg(long)]
     pub trust: bool,
 
@@ -465,18 +466,35 @@ fn task_worktree(
     Ok((root, None))
 }
 
-/// Asks on a terminal whether the repository's commands may run.
-pub(super) fn ask_trust(commands: &[PostSetupCommand]) -> bool {
-    let mut lines =
-        vec!["This repository's .agent/config.json wants to run in the new worktree:".to_string()];
-    // Each command exactly as it will run, on one line: a carriage return or
-    // an escape sequence cannot hide one command behind another.
-    lines.extend(
-        commands
-            .iter()
-            .map(|c| format!("  $ {}", super::output::escape_line(&c.command))),
-    );
+/// Asks on a terminal whether the repository's commands may run: every
+/// command the answer trusts is listed, the teardown's included.
+pub(super) fn ask_trust(asked: &grove::setup::TrustAsked) -> bool {
+    let mut lines = Vec::new();
+    if !asked.setup.is_empty() {
+        lines.push("This repository's .agent/config.json wants to run in the new worktree:".into());
+        lines.extend(command_lines(asked.setup));
+    }
+    if !asked.teardown.is_empty() {
+        lines.push(
+            if asked.setup.is_empty() {
+                "This repository's .agent/config.json wants to run in the new worktree \
+                 before it is removed (preRemoveCommands):"
+            } else {
+                "and in it before it is removed (preRemoveCommands):"
+            }
+            .into(),
+        );
+        lines.extend(command_lines(asked.teardown));
+    }
     super::output::confirm(&lines, "Trust these commands for this repository?")
+}
+
+/// Each command exactly as it will run, on one line: a carriage return or
+/// an escape sequence cannot hide one command behind another.
+fn command_lines(commands: &[PostSetupCommand]) -> impl Iterator<Item = String> + '_ {
+    commands
+        .iter()
+        .map(|c| format!("  $ {}", super::output::escape_line(&c.command)))
 }
 
 /// Flags that only mean something for a new worktree are a usage error

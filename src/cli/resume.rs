@@ -44,7 +44,8 @@ pub struct Args {
     no_hooks: bool,
 
     /// When the worktree is made again: trust the repository's
-    /// postSetupCommands as they are now, without asking.
+    /// postSetupCommands and preRemoveCommands as they are now, without
+    /// asking.
     #[arg(long)]
     trust: bool,
 }
@@ -80,6 +81,9 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         grove::agent::program::program(resume_cmd.first().map_or("", String::as_str), &spec)?;
     let (thread, worktree) = place(&project, &found, &args, out)?;
     catch_up(&thread, &project.main_root, out);
+    if session::unstarted(&thread)? {
+        return start_fresh(out, &thread, &worktree, spec, &args);
+    }
     let session = match resume::own_session(&thread, native, &project.main_root) {
         Some(own) => {
             out.status(&format!(
@@ -101,6 +105,37 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         capture: !args.launch.no_capture,
     };
     super::launch::start(out, &thread, &worktree, spec, &options)
+}
+
+/// A thread no agent has run yet (a handoff: its summary, the prompts it
+/// carries) is started rather than resumed, opening with its prompts; a
+/// `--prompt` joins them in the thread first, so the agent's copy of the
+/// opening is met there once.
+fn start_fresh(
+    out: &Output,
+    thread: &Thread,
+    worktree: &Path,
+    spec: grove::agent::AgentSpec,
+    args: &Args,
+) -> anyhow::Result<u8> {
+    if let Some(prompt) = args.prompt.as_deref().filter(|p| !p.trim().is_empty()) {
+        let mut message = grove::atsf::Message::new(
+            grove::atsf::Role::User,
+            vec![grove::atsf::ContentBlock::text(prompt)],
+        );
+        message.timestamp = grove::atsf::now_timestamp();
+        thread.append(message, grove::store::AppendOptions::default())?;
+    }
+    out.status(&format!(
+        "grove: no agent has run thread {} yet; starting one with its opening prompts",
+        thread.id()
+    ));
+    let options = session::Options {
+        prompt: None,
+        resume: None,
+        capture: !args.launch.no_capture,
+    };
+    super::launch::start(out, thread, worktree, spec, &options)
 }
 
 /// The thread and the worktree it resumes in, the worktree made again when

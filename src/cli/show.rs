@@ -8,6 +8,7 @@ use grove::atsf::{
     ContentBlock, Message, RelationKind, RelationRole, Role, ThreadMeta, ToolStatus,
 };
 use grove::discovery;
+use grove::export::completions::Completions;
 use grove::graph::Graph;
 use grove::project::Project;
 
@@ -123,9 +124,15 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         let style = out.style();
         write_header(&mut w, style, &meta, thread.dir(), &project.root)?;
         write_extensions(&mut w, style, &meta, graph.as_ref())?;
+        // A call whose result came later is shown once, with its result.
+        let mut completions = Completions::of(&thread)?;
         for (index, item) in messages.enumerate() {
             match item {
-                Ok(m) => write_message(&mut w, style, index, &m, &args)?,
+                Ok(m) => {
+                    if let Some(m) = completions.shown(m) {
+                        write_message(&mut w, style, index, &m, &args)?;
+                    }
+                }
                 Err(e @ Error::Parse { .. }) => errors.push(e),
                 Err(e) => return Err(e.into()),
             }
@@ -203,6 +210,9 @@ fn follow(
         write_extensions(&mut w, style, meta, graph)?;
         w.flush()?;
     }
+    // The results already there are folded into their calls; one that
+    // comes later, its call already shown, is shown as it comes.
+    let mut completions = Completions::of(thread)?;
     let mut offset = 0u64;
     let mut pending: Vec<u8> = Vec::new();
     let mut index = 0usize;
@@ -240,7 +250,11 @@ fn follow(
                         serde_json::to_writer(&mut w, &m)?;
                         w.write_all(b"\n")?;
                     }
-                    Ok(m) => write_message(&mut w, style, index, &m, args)?,
+                    Ok(m) => {
+                        if let Some(m) = completions.shown(m) {
+                            write_message(&mut w, style, index, &m, args)?;
+                        }
+                    }
                     Err(e) => out.warn(&format!("skipped a malformed line: {e}")),
                 }
                 index += 1;

@@ -1,9 +1,12 @@
 //! Threads as documents for people: Markdown to paste into an issue, one
 //! self-contained HTML page, or the raw ATSF message log. Every exporter
-//! streams the log: a large thread is never held in memory.
+//! streams the log: a large thread is never held in memory (the Markdown
+//! and HTML ones read it twice, the first time for the results of tool
+//! calls that came later: see [`completions`]).
 
 pub mod claude;
 pub mod codex;
+pub mod completions;
 pub mod gemini;
 mod html;
 mod markdown;
@@ -70,11 +73,15 @@ fn render(
 ) -> Result<Exported> {
     let io = |e| Error::io("writing the export of", thread.dir(), e);
     let mut done = Exported::default();
+    // A call whose result came later is shown once, with its result.
+    let mut completions = completions::Completions::of(thread)?;
     renderer.header(out, meta).map_err(io)?;
     for (index, item) in thread.messages()?.enumerate() {
         match item {
             Ok(m) => {
-                renderer.message(out, index as u64, &m).map_err(io)?;
+                if let Some(m) = completions.shown(m) {
+                    renderer.message(out, index as u64, &m).map_err(io)?;
+                }
                 done.messages += 1;
             }
             Err(e @ Error::Parse { .. }) => done.skipped.push(e),

@@ -45,22 +45,7 @@ pub(crate) fn messages(thread: &Thread, skipped: &mut Vec<String>) -> Result<Vec
         let Some(calls) = done.remove(&m.id) else {
             continue;
         };
-        for c in m.tool_calls.iter_mut().flatten() {
-            if let Some(later) = calls
-                .iter()
-                .rev()
-                .find(|l| l.tool_call_id == c.tool_call_id)
-            {
-                c.status = later.status.clone();
-                c.output = later.output.clone().or(c.output.take());
-                for (k, v) in &later.extra {
-                    c.extra.insert(k.clone(), v.clone());
-                }
-                if later.duration.is_some() {
-                    c.duration = later.duration.clone();
-                }
-            }
-        }
+        super::completions::fold_calls(m.tool_calls.iter_mut().flatten(), &calls);
     }
     Ok(out)
 }

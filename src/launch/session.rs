@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use crate::agent::{AgentSpec, Native};
+use crate::atsf::Role;
 use crate::capture::{self, SessionRecord, state};
 use crate::error::{Error, Result};
 use crate::store::Thread;
@@ -90,6 +91,26 @@ pub fn plan(thread: &Thread, worktree: &Path, spec: AgentSpec, options: &Options
         opening,
         opening_in_thread,
     })
+}
+
+/// Whether `thread` holds nothing an agent has run: only prompts (a
+/// handoff's summary and the prompts it carries), no session captured into
+/// it. Resuming it has nothing to continue, so it starts a session that
+/// opens with them (see [`plan`]).
+pub fn unstarted(thread: &Thread) -> Result<bool> {
+    /// More leading messages than a person writes before starting an agent.
+    const MOST: usize = 64;
+    let meta = thread.meta()?;
+    let mut messages = Vec::new();
+    for m in thread.messages()?.take(MOST + 1) {
+        match m {
+            Ok(m) if matches!(m.role, Role::User | Role::System) => messages.push(m),
+            // An agent's message, or a line that cannot be read: the
+            // written session is what resumes it.
+            _ => return Ok(false),
+        }
+    }
+    Ok(messages.len() <= MOST && capture::leading_prompt(&meta, &messages).is_some())
 }
 
 /// How a session went.

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 pub use commands::{CommandEnv, current_platform, run_command, shell};
 pub use symlinks::{apply_copy, apply_symlink, checked_hook_path, checked_relative};
-pub use trust::{TrustStore, commands_hash, teardown_hash};
+pub use trust::{TrustAsked, TrustStore, commands_hash, teardown_hash};
 
 /// What kind of step a hook was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

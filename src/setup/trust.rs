@@ -30,6 +30,16 @@ pub fn teardown_hash(commands: &[PostSetupCommand]) -> String {
     format!("sha256:{hex}")
 }
 
+/// What the trust question at `new` asks about: every command list the
+/// answer trusts, each by its own hash, so the question lists them all.
+#[derive(Debug, Clone, Copy)]
+pub struct TrustAsked<'a> {
+    /// `postSetupCommands`, run in the new worktree.
+    pub setup: &'a [PostSetupCommand],
+    /// `preRemoveCommands`, run in it before it is removed.
+    pub teardown: &'a [PostSetupCommand],
+}
+
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct TrustFile {
     /// Repository root → hashes of trusted command lists.

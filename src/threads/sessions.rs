@@ -167,8 +167,9 @@ fn normalize(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// The prompt to open a session of `meta` with: its leading user messages
-/// (the config's `initialPrompt`, then `--prompt`), when no session was
+/// The prompt to open a session of `meta` with: its leading user and system
+/// messages (a handoff's summary; the config's `initialPrompt`, then
+/// `--prompt`, or what was appended before any agent ran), when no session was
 /// captured into it yet. A session recorded at launch whose agent wrote
 /// nothing (it failed before) does not count: its agent never got the
 /// prompt.
@@ -178,7 +179,9 @@ pub fn leading_prompt(meta: &ThreadMeta, messages: &[Message]) -> Option<String>
     }
     let texts: Vec<String> = messages
         .iter()
-        .take_while(|m| m.role == Role::User)
+        // A handoff's summary (role system) leads, the prompts it carries
+        // follow: no agent has seen either.
+        .take_while(|m| matches!(m.role, Role::User | Role::System))
         .map(Message::text)
         .filter(|t| !t.trim().is_empty())
         .collect();

@@ -4,9 +4,11 @@
 //! The steps: [`unsafe_reasons`] finds what only this worktree holds
 //! (uncommitted files, commits on a detached HEAD or on any branch checked
 //! out there that exist nowhere else, a submodule's changes); every thread
-//! of the worktree is saved to the cache; the intent is recorded; then
-//! `git worktree remove`, then the branch grove created — by its recorded
-//! name, never whatever is checked out now.
+//! of the worktree is saved to the cache; the processes at work in it are
+//! refused (or ended with `--reap`); only then, every refusal decided, the
+//! teardown (`preRemoveCommands`) runs; the intent is recorded; then `git
+//! worktree remove`, then the branch grove created — by its recorded name,
+//! never whatever is checked out now.
 
 use std::path::{Path, PathBuf};
 
@@ -316,14 +318,16 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
     let wt = refuse_early(found, options)?;
     let threads = threads_in(&wt, &id);
     let teardown_commands = super::teardown::commands(repo);
-    // With no teardown command (which may end a process or write to a
-    // thread), the look into /proc and the save to the cache run alongside
-    // the checks.
+    // With no teardown command (which writes to the thread), the save to
+    // the cache runs alongside the checks.
     let early = teardown_commands.is_empty();
     let (scanned, saved) = checked_and_saved(repo, found, &wt, &threads, options, early)?;
     let (records, made) = recorded_branch(repo, found).unzip();
     let branch_plan = branch_plan(repo, found, made.clone(), options)?;
-    let teardown = super::teardown::run(
+    // Every refusal is decided before the teardown runs: a refused removal
+    // has stopped nothing, and the one that goes ahead runs it once.
+    let processes = processes_gone(&wt, options, scanned)?;
+    let mut teardown = super::teardown::run(
         repo,
         found,
         &wt,
@@ -331,7 +335,6 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
         options.force,
         &crate::setup::Silent,
     )?;
-    let processes = processes_gone(&wt, options, scanned)?;
     // Looked at last before anything is removed, where the repository is
     // already open.
     let branch_plan = branch_plan.unless_checked_out_elsewhere(repo, &wt)?;
@@ -350,6 +353,11 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
     })?;
     // From here an interrupted removal is the intent journal's to finish.
     let cached = cached.go_ahead();
+    let cached_at = cached
+        .iter()
+        .find(|d| d.file_name().is_some_and(|n| n == id.as_str()))
+        .cloned();
+    super::teardown::logs_moved(&mut teardown, found, cached_at.as_deref());
     let branch_deleted =
         remove_worktree_and_branch(repo, &wt, &branch_plan, options.background, || {
             // The worktree's directory is gone: the cache is its threads' home.
@@ -373,10 +381,7 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
         branch: made.map(|r| r.branch),
         branch_deleted,
         branch_kept: branch_plan.kept.filter(|_| !branch_deleted),
-        cached_at: cached
-            .iter()
-            .find(|d| d.file_name().is_some_and(|n| n == id.as_str()))
-            .cloned(),
+        cached_at,
         threads: if threads.is_empty() {
             vec![id]
         } else {
@@ -387,9 +392,9 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
     })
 }
 
-/// [`checks`], with the look into /proc and the save of the threads to the
-/// cache alongside when `early`. Returns the processes found and the
-/// threads saved (`None`: not looked for, not saved).
+/// [`checks`], with the look into /proc alongside, and the save of the
+/// threads to the cache too when `early`. Returns the processes found and
+/// the threads saved (`None`: not saved).
 fn checked_and_saved(
     repo: &Repo,
     found: &Found,
@@ -397,12 +402,9 @@ fn checked_and_saved(
     threads: &[ThreadId],
     options: RemoveOptions,
     early: bool,
-) -> Result<(
-    Option<Vec<super::processes::Holder>>,
-    Option<MarkedRemoving>,
-)> {
+) -> Result<(Vec<super::processes::Holder>, Option<MarkedRemoving>)> {
     let (checked, (scanned, saved)) = checks(repo, found, wt, threads, options, || {
-        let scanned = early.then(|| super::processes::in_dir(wt));
+        let scanned = super::processes::in_dir(wt);
         let saved = (early && !options.purge).then(|| save_threads(found, wt, threads));
         (scanned, saved)
     });
@@ -519,15 +521,14 @@ fn settle_cache(
 
 /// No process may be at work in the worktree when it goes: refused with
 /// the list, unless `--reap` (they are ended) or `--force` (they are left
-/// running). `scanned`: the processes already found, if looked for.
-/// Returns the processes reaped or left.
+/// running). `holders`: the processes found in it. Returns the processes
+/// reaped or left.
 fn processes_gone(
     wt: &Path,
     options: RemoveOptions,
-    scanned: Option<Vec<super::processes::Holder>>,
+    holders: Vec<super::processes::Holder>,
 ) -> Result<Vec<super::processes::Holder>> {
     use super::processes;
-    let holders = scanned.unwrap_or_else(|| processes::in_dir(wt));
     if holders.is_empty() {
         return Ok(holders);
     }

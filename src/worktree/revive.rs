@@ -31,7 +31,7 @@ pub fn revive(
     found: &Found,
     options: ReviveOptions,
     reporter: &dyn HookReporter,
-    ask_trust: &dyn Fn(&[atsf::PostSetupCommand]) -> bool,
+    ask_trust: &dyn Fn(&crate::setup::TrustAsked) -> bool,
 ) -> Result<CreatedTask> {
     let repo = Repo::new(&project.main_root)?;
     forget_old_entry(&repo, found)?;

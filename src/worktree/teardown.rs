@@ -133,6 +133,29 @@ fn run_commands(
     outcomes
 }
 
+/// Points the outcomes' logs at their copies in the thread's cache entry
+/// `cached` (`None`: not kept, `--purge`), and records them so in the
+/// cached thread: the thread directory `found` wrote them in goes with the
+/// worktree.
+pub fn logs_moved(outcomes: &mut [HookOutcome], found: &Found, cached: Option<&Path>) {
+    if outcomes.iter().all(|o| o.log_file.is_none()) {
+        return;
+    }
+    for o in outcomes.iter_mut() {
+        o.log_file = o.log_file.take().and_then(|log| {
+            let inside = Path::new(&log).strip_prefix(found.thread.dir()).ok()?;
+            Some(cached?.join(inside).display().to_string())
+        });
+    }
+    if let Some(cached) = cached {
+        // Best effort, as the first record: the removal does not depend on it.
+        let _lock = crate::cache::lock(&found.repo_root);
+        let copy = crate::store::Thread::at(found.thread.id().clone(), cached.to_path_buf());
+        let value = serde_json::to_value(&*outcomes).unwrap_or(Value::Null);
+        let _ = copy.update_meta(|m| m.grove_mut().set_teardown(value));
+    }
+}
+
 /// The outcomes into `metadata.grove.teardown` of the thread (best effort:
 /// the removal does not depend on it).
 fn record(found: &Found, outcomes: &[HookOutcome]) {

@@ -721,3 +721,132 @@ fn list_brings_in_what_a_captured_session_wrote_after_its_last_hook() {
     let after = count(&json(&ok(sb.grove(&repo).args(["list", "--json"]))));
     assert_eq!(after, before + 1, "the prompt written after the last hook");
 }
+
+/// A handoff thread's agent opens with the summary and the prompts the
+/// thread carries after it, in that order.
+#[test]
+fn launching_a_handoff_opens_with_its_summary_and_the_prompts_it_carries() {
+    let sb = Sandbox::new();
+    sb.install_stubs();
+    let repo = sb.repo("app");
+    let task = new_task(
+        &sb,
+        &repo,
+        &[
+            "Big refactor",
+            "--prompt",
+            "refactor",
+            "--agent",
+            "claude-code",
+        ],
+    );
+    let parent = task["threadId"].as_str().unwrap();
+    let summary = "Step 1 is committed. Next: step 2.";
+    let handoff = json(&ok(sb.grove(&repo).args([
+        "handoff",
+        parent,
+        "--summary",
+        summary,
+        "--json",
+    ])));
+    let child = handoff["threadId"].as_str().unwrap();
+    ok(sb.grove(&repo).args([
+        "append",
+        child,
+        "--role",
+        "user",
+        "--text",
+        "Start with the parser.",
+    ]));
+    let out = run(sb.grove_with_agents(&repo).args(["launch", child]));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let runs = sb.stub_runs();
+    let argv: Vec<&str> = runs[0]["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        argv.last().copied(),
+        Some(format!("{summary}\n\nStart with the parser.").as_str()),
+        "{argv:?}"
+    );
+    // The agent's copy of its opening is not added to the thread again.
+    let wt = PathBuf::from(handoff["worktreePath"].as_str().unwrap());
+    let (_, messages) = thread_of(&wt, child);
+    assert_eq!(texts(&messages, "user"), vec!["Start with the parser."]);
+    assert_eq!(texts(&messages, "system"), vec![summary]);
+}
+
+/// A handoff no agent has run has nothing to continue: `resume` opens a
+/// session with its summary, the prompts it carries and `--prompt` last.
+#[test]
+fn resuming_a_handoff_opens_with_its_summary_and_the_prompts_it_carries() {
+    let sb = Sandbox::new();
+    sb.install_stubs();
+    let repo = sb.repo("app");
+    let task = new_task(
+        &sb,
+        &repo,
+        &[
+            "Big refactor",
+            "--prompt",
+            "refactor",
+            "--agent",
+            "claude-code",
+        ],
+    );
+    let parent = task["threadId"].as_str().unwrap();
+    let summary = "Step 1 is committed. Next: step 2.";
+    let handoff = json(&ok(sb.grove(&repo).args([
+        "handoff",
+        parent,
+        "--summary",
+        summary,
+        "--json",
+    ])));
+    let child = handoff["threadId"].as_str().unwrap();
+    ok(sb.grove(&repo).args([
+        "append",
+        child,
+        "--role",
+        "user",
+        "--text",
+        "Start with the parser.",
+    ]));
+    let out =
+        run(sb
+            .grove_with_agents(&repo)
+            .args(["resume", child, "--prompt", "Then the lexer."]));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let runs = sb.stub_runs();
+    let argv: Vec<&str> = runs[0]["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        argv.last().copied(),
+        Some(format!("{summary}\n\nStart with the parser.\n\nThen the lexer.").as_str()),
+        "{argv:?}"
+    );
+    let wt = PathBuf::from(handoff["worktreePath"].as_str().unwrap());
+    let (_, messages) = thread_of(&wt, child);
+    assert_eq!(
+        texts(&messages, "user"),
+        vec!["Start with the parser.", "Then the lexer."],
+        "each prompt once"
+    );
+}

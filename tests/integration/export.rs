@@ -165,3 +165,38 @@ fn html_export_renders_every_message_in_a_headless_browser() {
     // The image is embedded.
     assert!(dom.contains("src=\"data:image/png;base64,"));
 }
+
+/// A thread whose tool call was recorded pending, then completed by a later
+/// completion message (`completesMessage`).
+fn completed_later(sb: &Sandbox, dir: &Path) -> String {
+    let id = new_thread(sb, dir, "Late result");
+    let lines = [
+        r#"{"id":"u1","role":"user","timestamp":"2025-03-01T10:00:00.000Z","content":[{"type":"text","text":"Count the lines"}]}"#,
+        r#"{"id":"a1","role":"agent","timestamp":"2025-03-01T10:00:05.000Z","content":[{"type":"text","text":"Counting."}],"toolCalls":[{"toolCallId":"t1","name":"wc_lines","status":"pending","input":"wc -l src/app.ts"}]}"#,
+        r#"{"id":"a1~done~t1","role":"agent","timestamp":"2025-03-01T10:00:09.000Z","content":[],"toolCalls":[{"toolCallId":"t1","name":"wc_lines","status":"completed","input":"wc -l src/app.ts","output":"42 src/app.ts"}],"completesMessage":"a1"}"#,
+        r#"{"id":"a2","role":"agent","timestamp":"2025-03-01T10:00:10.000Z","content":[{"type":"text","text":"It has 42 lines."}]}"#,
+    ];
+    append_stdin(sb, dir, &id, &lines.join("\n"));
+    id
+}
+
+#[test]
+fn a_call_completed_later_appears_once_with_its_result_in_show_and_exports() {
+    let sb = Sandbox::new();
+    let dir = sb.dir("p");
+    let id = completed_later(&sb, &dir);
+    let shown = ok(sb.grove(&dir).args(["show", &id]));
+    let md = ok(sb.grove(&dir).args(["export", &id, "--format", "md"]));
+    let html = ok(sb.grove(&dir).args(["export", &id, "--format", "html"]));
+    for (what, text) in [("show", &shown), ("markdown", &md), ("html", &html)] {
+        assert_eq!(
+            text.matches("wc_lines").count(),
+            1,
+            "{what}: the call once\n{text}"
+        );
+        assert!(text.contains("completed"), "{what}: final status\n{text}");
+        assert!(!text.contains("pending"), "{what}: not pending\n{text}");
+        assert!(text.contains("42 src/app.ts"), "{what}: the output\n{text}");
+        assert!(text.contains("It has 42 lines."), "{what}\n{text}");
+    }
+}

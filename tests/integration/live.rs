@@ -144,3 +144,31 @@ fn list_watch_prints_the_table_again_when_it_changes() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// A result already there when `--follow` starts is folded into its call:
+/// the call is shown once, completed.
+#[test]
+fn show_follow_shows_a_call_completed_before_it_started_once() {
+    let sb = Sandbox::new();
+    let dir = sb.dir("p");
+    let id = new_thread(&sb, &dir, "Watched");
+    let lines = [
+        r#"{"id":"a1","role":"agent","timestamp":"2025-03-01T10:00:05.000Z","content":[{"type":"text","text":"Counting."}],"toolCalls":[{"toolCallId":"t1","name":"Bash","status":"pending","input":"wc -l src/app.ts"}]}"#,
+        r#"{"id":"a1~done~t1","role":"agent","timestamp":"2025-03-01T10:00:09.000Z","content":[],"toolCalls":[{"toolCallId":"t1","name":"Bash","status":"completed","input":"wc -l src/app.ts","output":"42 src/app.ts"}],"completesMessage":"a1"}"#,
+        r#"{"id":"a2","role":"agent","timestamp":"2025-03-01T10:00:10.000Z","content":[{"type":"text","text":"It has 42 lines."}]}"#,
+    ];
+    append_stdin(&sb, &dir, &id, &lines.join("\n"));
+    let (mut child, rx) = spawn_lines(sb.grove(&dir).args(["show", &id, "--follow"]));
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !seen.iter().any(|l: &String| l == "It has 42 lines.") && Instant::now() < deadline {
+        if let Some(l) = next_line(&rx, Duration::from_millis(200)) {
+            seen.push(l);
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let calls: Vec<&String> = seen.iter().filter(|l| l.contains("⚙ Bash")).collect();
+    assert_eq!(calls.len(), 1, "{seen:?}");
+    assert!(calls[0].contains("[completed]"), "{seen:?}");
+}

@@ -104,7 +104,8 @@ fn the_trust_question_as_a_terminal_shows_it() {
     write_config(
         &repo,
         serde_json::json!({"specVersion": "1.1", "worktreeHooks": {"postSetupCommands": [
-            {"command": "npm ci", "label": "Install"}, {"command": "make setup"}]}}),
+            {"command": "npm ci", "label": "Install"}, {"command": "make setup"}],
+            "preRemoveCommands": [{"command": "docker compose down", "label": "Stop"}]}}),
     );
     let mut cmd = std::process::Command::new("script");
     sb.env(&mut cmd);
@@ -188,4 +189,22 @@ fn no_spinner_is_left_above_the_trust_question() {
             .any(|c| ('\u{2800}'..='\u{28ff}').contains(&c)),
         "a spinner glyph is left before the question: {on_the_line:?}"
     );
+}
+
+/// A tool call recorded pending, then completed by a later completion
+/// message: `show` has it once, in the message that made it, completed.
+#[test]
+fn show_has_a_call_completed_later_once_with_its_result() {
+    let sb = Sandbox::new();
+    let dir = sb.dir("p");
+    let id = new_thread(&sb, &dir, "Late result");
+    let lines = [
+        r#"{"id":"a1","role":"agent","timestamp":"2025-03-01T10:00:05.000Z","content":[{"type":"text","text":"Counting."}],"toolCalls":[{"toolCallId":"t1","name":"Bash","status":"pending","input":"wc -l src/app.ts"}]}"#,
+        r#"{"id":"a1~done~t1","role":"agent","timestamp":"2025-03-01T10:00:09.000Z","content":[],"toolCalls":[{"toolCallId":"t1","name":"Bash","status":"completed","input":"wc -l src/app.ts","output":"42 src/app.ts"}],"completesMessage":"a1"}"#,
+        r#"{"id":"a2","role":"agent","timestamp":"2025-03-01T10:00:10.000Z","content":[{"type":"text","text":"It has 42 lines."}]}"#,
+    ];
+    append_stdin(&sb, &dir, &id, &lines.join("\n"));
+    settings(&sb).bind(|| {
+        insta::assert_snapshot!("show_completed_later", human(&sb, &dir, &["show", &id]));
+    });
 }

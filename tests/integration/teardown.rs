@@ -34,8 +34,11 @@ fn teardown_runs_in_the_worktree_once_trusted_on_its_own_and_is_recorded() {
     let repo = sb.repo("app");
     config(&repo, json!([{"command": MARK, "label": "stop services"}]));
 
-    // `new --trust` trusts the setup, not the teardown.
-    let (id, _) = task(&sb, &repo);
+    // Not trusted (no terminal to ask on): skipped.
+    let id = new_task(&sb, &repo, &["t"])["threadId"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let out = json(&ok(sb.grove(&repo).args(["rm", &id, "--json"])));
     assert_eq!(out["teardown"][0]["status"], "skipped", "{out}");
     assert!(
@@ -65,6 +68,11 @@ fn teardown_runs_in_the_worktree_once_trusted_on_its_own_and_is_recorded() {
     let meta = read_json(&cached.join("thread.json"));
     assert_eq!(meta["metadata"]["grove"]["teardown"][0]["status"], "ok");
     assert!(cached.join("logs/pre-remove-1.log").is_file());
+    assert_eq!(
+        meta["metadata"]["grove"]["teardown"][0]["logFile"],
+        cached.join("logs/pre-remove-1.log").display().to_string(),
+        "the cached thread names the log it keeps"
+    );
 }
 
 #[test]
@@ -191,4 +199,106 @@ fn rm_refuses_while_processes_work_in_the_worktree_and_reap_ends_them() {
     assert!(left.try_wait().unwrap().is_none(), "left running");
     left.kill().unwrap();
     left.wait().unwrap();
+}
+
+/// The teardown appends a line to a file outside the worktree: how many
+/// times it ran is the number of lines.
+const COUNT: &str = r#"echo ran >> "$GROVE_REPO_ROOT/../teardown-runs""#;
+
+fn runs_of_teardown(sb: &Sandbox) -> usize {
+    std::fs::read_to_string(sb.path().join("teardown-runs"))
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_refused_rm_runs_no_teardown_and_the_removal_runs_it_once() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    config(&repo, json!([{"command": COUNT, "label": "count"}]));
+    ok(sb.grove(&repo).args(["trust"]));
+    let (id, wt) = task(&sb, &repo);
+
+    // Refused for uncommitted work: the teardown never ran.
+    std::fs::write(wt.join("scratch.txt"), "draft").unwrap();
+    let err = fails_with(sb.grove(&repo).args(["rm", &id]), 1);
+    assert!(err.contains("uncommitted"), "{err}");
+    assert_eq!(runs_of_teardown(&sb), 0, "refused before the teardown");
+
+    std::fs::remove_file(wt.join("scratch.txt")).unwrap();
+    ok(sb.grove(&repo).args(["rm", &id]));
+    assert!(!wt.exists());
+    assert_eq!(runs_of_teardown(&sb), 1, "once for the one removal");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn rm_refused_for_processes_runs_no_teardown() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    config(&repo, json!([{"command": COUNT, "label": "count"}]));
+    ok(sb.grove(&repo).args(["trust"]));
+    let (id, wt) = task(&sb, &repo);
+    let mut server = spawn_in(&wt, "exec sleep 60", &wt);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let err = fails_with(sb.grove(&repo).args(["rm", &id]), 1);
+    assert!(err.contains("still at work"), "{err}");
+    assert_eq!(runs_of_teardown(&sb), 0, "refused before the teardown");
+
+    ok(sb.grove(&repo).args(["rm", &id, "--reap"]));
+    assert!(ended(&mut server));
+    assert!(!wt.exists());
+    assert_eq!(runs_of_teardown(&sb), 1, "once for the one removal");
+}
+
+#[test]
+fn rm_json_names_teardown_logs_that_outlive_the_worktree() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    config(
+        &repo,
+        json!([{"command": "echo stopping the services", "label": "stop"}]),
+    );
+    ok(sb.grove(&repo).args(["trust"]));
+    let (id, wt) = task(&sb, &repo);
+    let out = json(&ok(sb.grove(&repo).args(["rm", &id, "--json"])));
+    assert!(!wt.exists());
+    let log = PathBuf::from(
+        out["teardown"][0]["logFile"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a log path in {out}")),
+    );
+    let text =
+        std::fs::read_to_string(&log).unwrap_or_else(|e| panic!("{} after rm: {e}", log.display()));
+    assert!(text.contains("stopping the services"), "{text}");
+}
+
+#[test]
+fn yes_to_the_trust_question_at_new_trusts_the_teardown_it_lists() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    config(&repo, json!([{"command": COUNT, "label": "count"}]));
+    // A real terminal for the question: script(1) gives grove a pty.
+    let mut cmd = std::process::Command::new("script");
+    sb.env(&mut cmd);
+    let out = cmd
+        .args(["-qec", &format!("{GROVE} --color never new t"), "/dev/null"])
+        .current_dir(&repo)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(b"y\n")?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains(COUNT), "the teardown is listed: {shown:?}");
+    let id = list_rows(&sb, &repo)[0]["threadId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ok(sb.grove(&repo).args(["rm", &id]));
+    assert_eq!(runs_of_teardown(&sb), 1, "trusted by the answer");
 }

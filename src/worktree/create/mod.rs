@@ -106,13 +106,14 @@ pub struct CreatedTask {
     pub interrupted: Option<i32>,
 }
 
-/// Creates the task. `ask_trust` is called with the command list when it is
-/// not yet trusted (and `--trust` was not given); it returns the user's answer.
+/// Creates the task. `ask_trust` is called with the command lists the trust
+/// covers when one is not yet trusted (and `--trust` was not given); it
+/// returns the user's answer.
 pub fn create(
     project: &Project,
     task: &NewTask,
     reporter: &dyn HookReporter,
-    ask_trust: &dyn Fn(&[atsf::PostSetupCommand]) -> bool,
+    ask_trust: &dyn Fn(&crate::setup::TrustAsked) -> bool,
 ) -> Result<CreatedTask> {
     create_with(project, task, reporter, ask_trust, &EmptyThread)
 }
@@ -123,7 +124,7 @@ pub fn create_with(
     project: &Project,
     task: &NewTask,
     reporter: &dyn HookReporter,
-    ask_trust: &dyn Fn(&[atsf::PostSetupCommand]) -> bool,
+    ask_trust: &dyn Fn(&crate::setup::TrustAsked) -> bool,
     maker: &dyn MakeThread,
 ) -> Result<CreatedTask> {
     let repo = repo_of(project)?;

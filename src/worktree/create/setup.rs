@@ -51,7 +51,7 @@ impl<'a> Finish<'a> {
         &mut self,
         hooks: &atsf::WorktreeHooks,
         reporter: &dyn HookReporter,
-        ask_trust: &dyn Fn(&[atsf::PostSetupCommand]) -> bool,
+        ask_trust: &dyn Fn(&crate::setup::TrustAsked) -> bool,
         maker: &dyn MakeThread,
     ) {
         self.submodules(reporter);
@@ -229,13 +229,21 @@ impl<'a> Finish<'a> {
         &mut self,
         cfg: &atsf::WorktreeHooks,
         reporter: &dyn HookReporter,
-        ask_trust: &dyn Fn(&[atsf::PostSetupCommand]) -> bool,
+        ask_trust: &dyn Fn(&crate::setup::TrustAsked) -> bool,
     ) {
         let commands = cfg.post_setup_commands.clone().unwrap_or_default();
+        let teardown = cfg.pre_remove_commands.clone().unwrap_or_default();
+        // The teardown is trusted here too: the task's `rm` runs it.
+        let asked = crate::setup::TrustAsked {
+            setup: &commands,
+            teardown: &teardown,
+        };
+        let trusted = self.task.hooks
+            && !(commands.is_empty() && teardown.is_empty())
+            && self.trusted(&asked, ask_trust);
         if commands.is_empty() {
             return;
         }
-        let trusted = self.task.hooks && self.trusted(&commands, ask_trust);
         let env = CommandEnv {
             worktree: self.dir.clone(),
             repo_root: self.project.main_root.clone(),
@@ -292,16 +300,16 @@ impl<'a> Finish<'a> {
         self.interrupted = watch.received();
     }
 
-    /// Whether the command list may run: already trusted, trusted now by
-    /// `--trust`, or trusted by the user's answer. A trust store that cannot
+    /// Whether the setup commands may run: already trusted, trusted now by
+    /// `--trust`, or trusted by the user's answer, which covers the
+    /// teardown too (each list by its own hash). A trust store that cannot
     /// be read means "not trusted", with a problem recorded.
     fn trusted(
         &mut self,
-        commands: &[atsf::PostSetupCommand],
-        ask: &dyn Fn(&[atsf::PostSetupCommand]) -> bool,
+        asked: &crate::setup::TrustAsked,
+        ask: &dyn Fn(&crate::setup::TrustAsked) -> bool,
     ) -> bool {
-        let root = &self.project.main_root;
-        let hash = crate::setup::commands_hash(commands);
+        let root = self.project.main_root.clone();
         let store = match TrustStore::open() {
             Ok(s) => s,
             Err(e) => {
@@ -309,27 +317,49 @@ impl<'a> Finish<'a> {
                 return false;
             }
         };
-        match store.is_trusted(root, &hash) {
-            Ok(true) => return true,
-            Ok(false) => {}
-            Err(e) => self.problems.push(format!(
-                "{e}; the commands count as not trusted (`grove trust` rewrites the trust store)"
-            )),
+        let setup = (!asked.setup.is_empty()).then(|| crate::setup::commands_hash(asked.setup));
+        let teardown =
+            (!asked.teardown.is_empty()).then(|| crate::setup::teardown_hash(asked.teardown));
+        let untrusted: Vec<&String> = [&setup, &teardown]
+            .into_iter()
+            .flatten()
+            .filter(|hash| !self.already_trusted(&store, &root, hash))
+            .collect();
+        let setup_trusted = setup.as_ref().is_none_or(|h| !untrusted.contains(&h));
+        if untrusted.is_empty() {
+            return true;
         }
-        if !(self.task.trust || ask(commands)) {
-            return false;
+        // Declined, the setup still runs when its own list was trusted.
+        if !(self.task.trust || ask(asked)) {
+            return setup_trusted;
         }
-        match store.trust(root, &hash) {
-            Ok(Some(saved)) => self.problems.push(format!(
-                "the unreadable trust store was kept as {}",
-                saved.display()
-            )),
-            Ok(None) => {}
-            Err(e) => self
-                .problems
-                .push(format!("the commands run, but trust was not saved: {e}")),
+        for hash in untrusted {
+            match store.trust(&root, hash) {
+                Ok(Some(saved)) => self.problems.push(format!(
+                    "the unreadable trust store was kept as {}",
+                    saved.display()
+                )),
+                Ok(None) => {}
+                Err(e) => self
+                    .problems
+                    .push(format!("the commands run, but trust was not saved: {e}")),
+            }
         }
         true
+    }
+
+    /// Whether `hash` is trusted for `root`; an unreadable trust store is a
+    /// problem recorded, and counts as not trusted.
+    fn already_trusted(&mut self, store: &TrustStore, root: &std::path::Path, hash: &str) -> bool {
+        match store.is_trusted(root, hash) {
+            Ok(trusted) => trusted,
+            Err(e) => {
+                self.problems.push(format!(
+                    "{e}; the commands count as not trusted (`grove trust` rewrites the trust store)"
+                ));
+                false
+            }
+        }
     }
 
     /// `initialPrompt` then `--prompt`, as the thread's first user messages.

@@ -33,6 +33,7 @@ pub(super) fn restore(
         from_cache: false,
         integration: None,
         written: None,
+        details: None,
     })
 }
 

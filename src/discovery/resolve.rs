@@ -57,6 +57,7 @@ pub fn resolve_reporting(project: &Project, query: &str) -> Result<(Found, Vec<E
         Options {
             all_repos: true,
             statuses: false,
+            details: false,
         },
     )?;
     let ids: Vec<&str> = found.threads.iter().map(|f| f.thread.id()).collect();
@@ -82,6 +83,7 @@ pub(super) fn load_one(
     let options = Options {
         all_repos,
         statuses: false,
+        details: false,
     };
     let found = discover_kept(project, options, Keep::Id(id))?;
     let errors = found.errors;

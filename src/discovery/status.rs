@@ -5,17 +5,23 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::Result;
+use crate::git::changes;
 use crate::git::integrated::Checker;
-use crate::git::{Integration, Repo, is_dirty_among_many};
+use crate::git::{Integration, Repo, StatusCounts, is_dirty_among_many, status_counts_among_many};
 
-use super::{Found, Status};
+use super::{Details, Found, Status};
+
+/// What one worktree's job finds.
+type Outcome = (Status, Option<Integration>, Option<Details>);
 
 /// Dirty / merged / live for the worktree threads at `indices`: one status
-/// per worktree (not per thread), worktrees spread over the cores.
+/// per worktree (not per thread), worktrees spread over the cores; with
+/// `details`, each worktree's [`Details`] too, in the same job.
 pub(super) fn compute_statuses(
     repo: &Repo,
     threads: &mut [Found],
     indices: &[usize],
+    details: bool,
 ) -> Result<()> {
     if indices.is_empty() {
         return Ok(());
@@ -47,27 +53,26 @@ pub(super) fn compute_statuses(
     let results = in_parallel(
         &jobs,
         |main, (path, branch, base)| {
-            worktree_status(
-                repo,
-                main,
+            let job = Job {
                 path,
-                branch.as_deref(),
-                base.as_deref(),
-                &default_refs,
-                &checker,
-            )
+                branch: branch.as_deref(),
+                base: base.as_deref(),
+                default_refs: &default_refs,
+            };
+            worktree_outcome(repo, main, &job, &checker, details)
         },
         &repo.main_root,
     );
     checker.save();
     for &i in indices {
-        if let Some((_, (status, integration))) = jobs
+        if let Some((_, (status, integration, details))) = jobs
             .iter()
             .zip(&results)
             .find(|((p, _, _), _)| Some(p) == threads[i].worktree.as_ref())
         {
             threads[i].status = *status;
             threads[i].integration = integration.clone();
+            threads[i].details = details.clone();
         }
     }
     Ok(())
@@ -87,6 +92,92 @@ pub(super) fn in_parallel<J: Sync, R: Send>(
         || git2::Repository::open(main_root).ok(),
         |main, job| work(main.as_ref(), job),
     )
+}
+
+/// One worktree to look at.
+struct Job<'a> {
+    path: &'a Path,
+    branch: Option<&'a str>,
+    base: Option<&'a str>,
+    default_refs: &'a [String],
+}
+
+/// [`worktree_status`], and with `details` the worktree's [`Details`]
+/// from the same `git status` (counted instead of asked yes or no).
+fn worktree_outcome(
+    repo: &Repo,
+    main: Option<&git2::Repository>,
+    job: &Job<'_>,
+    checker: &Checker,
+    details: bool,
+) -> Outcome {
+    if !details {
+        let (status, integration) = worktree_status(
+            repo,
+            main,
+            job.path,
+            job.branch,
+            job.base,
+            job.default_refs,
+            checker,
+        );
+        return (status, integration, None);
+    }
+    let counts = status_counts_among_many(job.path).ok();
+    let (status, integration) = match counts {
+        Some(c) if c.any() => (Status::Dirty, None),
+        _ => clean_status(repo, main, job, checker),
+    };
+    let details = worktree_details(main, job, counts);
+    (status, integration, Some(details))
+}
+
+/// Merged or live: a worktree with nothing uncommitted.
+fn clean_status(
+    repo: &Repo,
+    main: Option<&git2::Repository>,
+    job: &Job<'_>,
+    checker: &Checker,
+) -> (Status, Option<Integration>) {
+    let Some(branch) = job.branch else {
+        return (Status::Live, None);
+    };
+    match integration(repo, main, branch, job.base, job.default_refs, checker) {
+        Ok(Some(how)) => (Status::Merged, Some(how)),
+        _ => (Status::Live, None),
+    }
+}
+
+/// The uncommitted lines (from `counts`, `None` when the status failed),
+/// and, when libgit2 has the repository open and the worktree is on a
+/// branch, its divergence from the default branch and its commit. What
+/// cannot be read is left `None`: the list still shows the task.
+fn worktree_details(
+    main: Option<&git2::Repository>,
+    job: &Job<'_>,
+    counts: Option<StatusCounts>,
+) -> Details {
+    let uncommitted = counts.and_then(|c| changes::uncommitted(job.path, c).ok());
+    let tip = main.zip(job.branch).and_then(|(git, branch)| {
+        let tip = git.refname_to_id(&format!("refs/heads/{branch}")).ok()?;
+        Some((git, tip))
+    });
+    let Some((git, tip)) = tip else {
+        return Details {
+            uncommitted,
+            ..Details::default()
+        };
+    };
+    // The local default branch first: what a merge would land on.
+    let divergence = job
+        .default_refs
+        .first()
+        .and_then(|target| changes::divergence(git, tip, target).ok().flatten());
+    Details {
+        uncommitted,
+        divergence,
+        head: changes::head_commit(git, tip).ok(),
+    }
 }
 
 pub(super) fn worktree_status(

@@ -118,7 +118,7 @@ pub(super) fn discover_kept(
             }
         }
         if options.statuses {
-            compute_statuses(repo, &mut out.threads, &live)?;
+            compute_statuses(repo, &mut out.threads, &live, options.details)?;
         }
     } else {
         let (cached, errors) = cache::load(unseen(&seen, &cached_ids));
@@ -221,6 +221,7 @@ pub(super) fn add_local(
                     from_cache: false,
                     integration: None,
                     written: t.written,
+                    details: None,
                     thread: t.thread,
                     meta: t.meta,
                 });
@@ -295,6 +296,7 @@ pub(super) fn worktree_threads(
                 from_cache: false,
                 integration: None,
                 written: t.written,
+                details: None,
                 thread: t.thread,
                 meta: t.meta,
             }
@@ -316,5 +318,6 @@ pub(super) fn from_cache(c: &cache::CachedThread, status: Status, locked: Option
         from_cache: true,
         integration: None,
         written: None,
+        details: None,
     }
 }

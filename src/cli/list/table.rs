@@ -196,8 +196,8 @@ fn paint_cell(s: Style, paint: Paint, text: &str) -> String {
             _ => word.to_string(),
         }),
         Paint::Commit => match text.split_once(' ') {
-            Some((age, rest)) => format!("{} {rest}", s.dim(age)),
-            None => text.to_string(),
+            Some((age, rest)) if !age.is_empty() => format!("{} {rest}", s.dim(age)),
+            _ => text.to_string(),
         },
     }
 }
@@ -283,13 +283,19 @@ fn columns(s: Style, threads: &[&Found], ctx: &Context<'_>) -> Vec<Column> {
 }
 
 /// The worktree holding `cwd`, among the live ones listed (the deepest,
-/// when one holds another).
+/// when one holds another). Git gives worktree paths resolved, so `cwd` is
+/// resolved once and the paths compared as they are.
 pub(super) fn current_worktree<'a>(threads: &[&'a Found], cwd: &Path) -> Option<&'a Path> {
-    let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+    let resolved = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
     threads
         .iter()
-        .filter_map(|f| f.live_worktree())
-        .filter(|wt| cwd.starts_with(wt) || wt.canonicalize().is_ok_and(|c| cwd.starts_with(c)))
+        // Found in a worktree that exists (no `stat` per row, as
+        // `live_worktree` makes).
+        .filter(|f| {
+            !f.from_cache && matches!(f.status, Status::Live | Status::Dirty | Status::Merged)
+        })
+        .filter_map(|f| f.worktree.as_deref())
+        .filter(|wt| resolved.starts_with(wt) || cwd.starts_with(wt))
         .max_by_key(|wt| wt.as_os_str().len())
 }
 

@@ -27,6 +27,12 @@ pub(super) fn compute_statuses(
         return Ok(());
     }
     let default_refs = repo.default_branch_refs()?;
+    // The default branch's tip, read once for every worktree's divergence.
+    let target = if details {
+        default_tip(repo, &default_refs)
+    } else {
+        None
+    };
     let checker = crate::git::integrated::Checker::open(&repo.main_root);
     let mut jobs: Vec<(PathBuf, Option<String>, Option<String>)> = Vec::new();
     for &i in indices {
@@ -58,6 +64,7 @@ pub(super) fn compute_statuses(
                 branch: branch.as_deref(),
                 base: base.as_deref(),
                 default_refs: &default_refs,
+                target: target.as_ref().map(|(name, tip)| (name.as_str(), *tip)),
             };
             worktree_outcome(repo, main, &job, &checker, details)
         },
@@ -100,6 +107,17 @@ struct Job<'a> {
     branch: Option<&'a str>,
     base: Option<&'a str>,
     default_refs: &'a [String],
+    /// The local default branch and its tip (with details).
+    target: Option<(&'a str, git2::Oid)>,
+}
+
+/// The first of `default_refs` (the local default branch: what a merge
+/// lands on) and its commit, when libgit2 can read it.
+fn default_tip(repo: &Repo, default_refs: &[String]) -> Option<(String, git2::Oid)> {
+    let name = default_refs.first()?;
+    let git = crate::git::open(&repo.main_root)?;
+    let tip = git.refname_to_id(name).ok()?;
+    Some((name.clone(), tip))
 }
 
 /// [`worktree_status`], and with `details` the worktree's [`Details`]
@@ -168,11 +186,9 @@ fn worktree_details(
             ..Details::default()
         };
     };
-    // The local default branch first: what a merge would land on.
     let divergence = job
-        .default_refs
-        .first()
-        .and_then(|target| changes::divergence(git, tip, target).ok().flatten());
+        .target
+        .and_then(|(name, base)| changes::divergence(git, tip, name, base).ok());
     Details {
         uncommitted,
         divergence,

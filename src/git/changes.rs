@@ -95,22 +95,20 @@ fn sum_numstat(out: &[u8]) -> (u64, u64) {
         })
 }
 
-/// How far `tip` is from the default branch `target` (a full ref name);
-/// `None` when that ref does not resolve.
+/// How far `tip` is from `base`, the tip of the default branch `target` (a
+/// full ref name).
 pub fn divergence(
     git: &git2::Repository,
     tip: git2::Oid,
     target: &str,
-) -> Result<Option<Divergence>> {
-    let Ok(base) = git.refname_to_id(target) else {
-        return Ok(None);
-    };
+    base: git2::Oid,
+) -> Result<Divergence> {
     let (ahead, behind) = git.graph_ahead_behind(tip, base)?;
-    Ok(Some(Divergence {
+    Ok(Divergence {
         ahead,
         behind,
         target: target.to_string(),
-    }))
+    })
 }
 
 /// The commit `tip`: its id, subject and time.

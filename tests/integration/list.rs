@@ -70,6 +70,21 @@ fn list_rows_fit_every_width_with_an_import_a_fork_and_an_agent_state() {
         rows.iter().any(|r| !r["originThreadID"].is_null()),
         "{rows:?}"
     );
+    // The age shown is the last activity the rows are ordered by: the
+    // sessions imported a moment ago (their own times a year old) and the
+    // fork say seconds, as the task does.
+    let table = ok(sb.grove(&repo).arg("list").env("COLUMNS", "200"));
+    let header: Vec<char> = table.lines().next().unwrap().chars().collect();
+    // (" AGE ": not the AGENT column's header.)
+    let end = header.iter().collect::<String>().find(" AGE ").unwrap() + 4;
+    for line in table.lines().skip(1).filter(|l| !l.starts_with(' ')) {
+        let chars: Vec<char> = line.chars().collect();
+        let age: String = chars[end - 4..end].iter().collect();
+        assert!(
+            age.trim().ends_with('s') || age.trim().ends_with('m'),
+            "{age:?} in {line:?}\n{table}"
+        );
+    }
     for columns in [40, 50, 60, 72, 80, 81, 100, 120, 200] {
         let table = ok(sb
             .grove(&repo)

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::atsf::{self, ThreadMeta};
 use crate::error::{Error, IoContext, Result};
 use crate::fsutil::{self, FileLock};
-use crate::store::Thread;
+use crate::store::{Thread, ThreadId};
 
 /// Where the cached worktree stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,14 +67,13 @@ pub fn repo_dir(main_root: &Path) -> Result<PathBuf> {
 }
 
 /// The cache directory of one thread.
-pub fn thread_dir(main_root: &Path, id: &str) -> Result<PathBuf> {
-    crate::store::validate_thread_id(id)?;
+pub fn thread_dir(main_root: &Path, id: &ThreadId) -> Result<PathBuf> {
     Ok(repo_dir(main_root)?.join(id))
 }
 
 /// The cached copy of thread `id` of the repository at `main_root`, when the
 /// cache holds one.
-pub fn cached_copy(main_root: &Path, id: &str) -> Option<PathBuf> {
+pub fn cached_copy(main_root: &Path, id: &ThreadId) -> Option<PathBuf> {
     let dir = thread_dir(main_root, id).ok()?;
     std::fs::symlink_metadata(dir.join(atsf::THREAD_FILE))
         .is_ok()
@@ -320,7 +319,7 @@ fn read_record(dir: &Path) -> Result<CacheRecord> {
 }
 
 /// Changes the state in a thread's `cache.json`.
-pub fn set_state(main_root: &Path, id: &str, state: CacheState) -> Result<()> {
+pub fn set_state(main_root: &Path, id: &ThreadId, state: CacheState) -> Result<()> {
     let _lock = lock(main_root)?;
     set_state_at(&thread_dir(main_root, id)?, state)
 }
@@ -360,7 +359,11 @@ pub(crate) fn mark_all(main_root: &Path, dirs: &[PathBuf], state: CacheState) ->
 /// state `remote`: its files, already written by the pull into a staging
 /// directory inside this repository's cache directory, get the cache's
 /// record and are renamed into place whole.
-pub fn add_remote(main_root: &Path, id: &str, files: crate::store::ThreadFiles) -> Result<PathBuf> {
+pub fn add_remote(
+    main_root: &Path,
+    id: &ThreadId,
+    files: crate::store::ThreadFiles,
+) -> Result<PathBuf> {
     let dir = thread_dir(main_root, id)?;
     let repo = repo_dir(main_root)?;
     let _lock = lock(main_root)?;
@@ -419,7 +422,7 @@ pub fn relink_log(main_root: &Path, thread: &Thread) -> Result<()> {
 /// Deletes a thread's cache entry (`grove rm --purge`, `grove delete`): it
 /// is renamed aside first (recorded in the intent journal), so it is gone at
 /// once and a killed process leaves a trash directory `gc` removes.
-pub fn purge(main_root: &Path, id: &str) -> Result<()> {
+pub fn purge(main_root: &Path, id: &ThreadId) -> Result<()> {
     let dir = thread_dir(main_root, id)?;
     let _lock = lock(main_root)?;
     crate::trash::remove_dir(&dir, &repo_dir(main_root)?)
@@ -427,7 +430,7 @@ pub fn purge(main_root: &Path, id: &str) -> Result<()> {
 
 /// The cache entries of one repository (`Some(root)`) or of all (`None`):
 /// each thread id with its directory, read from the directory names alone.
-pub fn entries(main_root: Option<&Path>) -> Result<Vec<(String, PathBuf)>> {
+pub fn entries(main_root: Option<&Path>) -> Result<Vec<(ThreadId, PathBuf)>> {
     let repo_dirs: Vec<PathBuf> = match main_root {
         Some(root) => vec![repo_dir(root)?],
         None => match std::fs::read_dir(crate::home::cache_root()?) {
@@ -448,7 +451,7 @@ pub fn entries(main_root: Option<&Path>) -> Result<Vec<(String, PathBuf)>> {
             let Ok(id) = entry.file_name().into_string() else {
                 continue;
             };
-            if crate::store::validate_thread_id(&id).is_ok()
+            if let Ok(id) = ThreadId::try_from(id)
                 && entry.file_type().is_ok_and(|t| t.is_dir())
             {
                 out.push((id, entry.path()));
@@ -461,19 +464,19 @@ pub fn entries(main_root: Option<&Path>) -> Result<Vec<(String, PathBuf)>> {
 /// The cache entry of thread `id` of the repository at `main_root`, looked
 /// up directly. A link there is returned too, for reading it to refuse it
 /// by name (grove never follows links inside its data).
-pub fn entry(main_root: &Path, id: &str) -> Result<Option<(String, PathBuf)>> {
-    if crate::store::validate_thread_id(id).is_err() {
+pub fn entry(main_root: &Path, id: &str) -> Result<Option<(ThreadId, PathBuf)>> {
+    let Ok(id) = ThreadId::parse(id) else {
         return Ok(None);
-    }
-    let dir = repo_dir(main_root)?.join(id);
+    };
+    let dir = repo_dir(main_root)?.join(&id);
     Ok(std::fs::symlink_metadata(&dir)
         .is_ok_and(|m| m.is_dir() || m.file_type().is_symlink())
-        .then(|| (id.to_string(), dir)))
+        .then_some((id, dir)))
 }
 
 /// Reads the cache entries given (see [`entries`]), and names what could
 /// not be read.
-pub fn load(entries: Vec<(String, PathBuf)>) -> (Vec<CachedThread>, Vec<Error>) {
+pub fn load(entries: Vec<(ThreadId, PathBuf)>) -> (Vec<CachedThread>, Vec<Error>) {
     let mut out = Vec::new();
     let mut errors = Vec::new();
     for (id, dir) in entries {
@@ -553,4 +556,18 @@ fn cached_worktree(entry: &Path) -> Option<PathBuf> {
     let bytes = crate::fsutil::read(&entry.join(RECORD)).ok()?;
     let record: CacheRecord = serde_json::from_slice(crate::atsf::strip_bom(&bytes)).ok()?;
     Some(PathBuf::from(record.worktree_path)).filter(|p| !p.as_os_str().is_empty())
+}
+
+/// The main checkout of the repository whose task had its worktree at
+/// `path` or above it, as this machine's cache records it: where a grove
+/// run from a removed worktree (a shell left in it) finds its repository.
+pub fn repo_of_removed_worktree(path: &Path) -> Option<PathBuf> {
+    let entries = entries(None).ok()?;
+    entries
+        .iter()
+        .filter_map(|(_, dir)| read_record(dir).ok())
+        .filter(|r| !r.worktree_path.is_empty() && path.starts_with(&r.worktree_path))
+        .max_by_key(|r| r.worktree_path.len())
+        .map(|r| PathBuf::from(r.repo_root))
+        .filter(|root| root.is_dir())
 }

@@ -60,6 +60,17 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         branch_tip: Option<String>,
     },
+    /// `grove merge` moving `target_ref` from `old` to `new` (a
+    /// compare-and-swap), then bringing `checkout`, where the target is
+    /// checked out, along: the files the merge changes go from `old` to `new`.
+    #[serde(rename_all = "camelCase")]
+    Land {
+        repo: PathBuf,
+        checkout: PathBuf,
+        target_ref: String,
+        old: String,
+        new: String,
+    },
     /// A child thread published in `child`; `parent` gets `relationship`.
     Link {
         parent: PathBuf,

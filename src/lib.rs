@@ -49,6 +49,8 @@
 //! - [`setup`]: a fresh worktree's setup (`worktreeHooks`) and its trust.
 //! - [`worktree`]: tasks in worktrees (create, carry changes, revive,
 //!   remove, gc).
+//! - [`land`]: `grove merge` — a task's branch landed on a target branch,
+//!   tested, recorded in its thread, the task removed.
 //! - [`archive`], [`graph`], [`fork`], [`delete`], [`checkpoint`]: thread
 //!   operations — archiving, mentions and the relationship graph, forks and
 //!   handoffs, cascade deletion, git checkpoints.
@@ -95,6 +97,7 @@ pub mod graph;
 pub mod home;
 pub mod import;
 pub mod intent;
+pub mod land;
 pub mod launch;
 pub mod parallel;
 pub mod ports;
@@ -113,4 +116,4 @@ pub mod userconfig;
 pub mod validate;
 pub mod worktree;
 
-pub use error::{Error, Result};
+pub use error::{Error, Hint, Hinted, Result, set_hint_words};

@@ -144,13 +144,7 @@ fn is_free(port: u16) -> bool {
 
 /// The ports recorded on a thread (`metadata.grove.ports`).
 pub fn of(meta: &crate::atsf::ThreadMeta) -> Vec<u16> {
-    meta.metadata
-        .as_ref()
-        .and_then(|m| m.get("grove")?.get("ports")?.as_array().cloned())
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|p| u16::try_from(p.as_u64()?).ok())
-        .collect()
+    meta.grove().ports()
 }
 
 /// `GROVE_PORT`, `GROVE_PORT_1`…: the environment naming `ports`.

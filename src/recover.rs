@@ -153,6 +153,19 @@ fn describe(journal: &Path, step: &Action) -> Finding {
                     .unwrap_or_default()
             ),
         ),
+        Action::Land {
+            checkout,
+            target_ref,
+            new,
+            ..
+        } => (
+            "land",
+            checkout.clone(),
+            format!(
+                "bring the checkout along to {} at {new}, if {0} is there",
+                target_ref.trim_start_matches("refs/heads/")
+            ),
+        ),
         Action::Link { parent, child, .. } => (
             "link",
             child.clone(),
@@ -211,6 +224,13 @@ fn apply(step: &Action) -> Result<()> {
             branch,
             branch_tip,
         } => finish_removal(repo, worktree, cached, branch, branch_tip),
+        Action::Land {
+            repo,
+            checkout,
+            target_ref,
+            old,
+            new,
+        } => crate::land::finish_interrupted(repo, checkout, target_ref, old, new),
         Action::Link {
             parent,
             child,
@@ -272,9 +292,9 @@ fn finish_removal(
 ) -> Result<()> {
     let repo = Repo::new(repo)?;
     if exists(&worktree.join(".git")) && crate::worktree::is_dirty(worktree)? {
-        return Err(Error::Refused(format!(
-            "an interrupted `grove rm` of {} was not finished: the worktree has uncommitted changes \
-             now; `grove rm --force` removes it anyway",
+        return Err(Error::hinted(format!(
+            "an interrupted `{{remove}}` of {} was not finished: the worktree has uncommitted changes \
+             now; `{{remove-force}}` removes it anyway",
             worktree.display()
         )));
     }
@@ -308,9 +328,8 @@ fn delete_branch(repo: &Repo, branch: &str, tip: &str) -> Result<()> {
 }
 
 fn thread_at(dir: &Path) -> Option<Thread> {
-    let id = dir.file_name()?.to_str()?;
-    crate::store::validate_thread_id(id).ok()?;
-    Some(Thread::at(id.to_string(), dir.to_path_buf()))
+    let id = crate::store::ThreadId::parse(dir.file_name()?.to_str()?).ok()?;
+    Some(Thread::at(id, dir.to_path_buf()))
 }
 
 fn finish_link(parent: &Path, child: &Path, relationship: &atsf::Relationship) -> Result<()> {

@@ -90,13 +90,32 @@ pub const DEFAULT_BRANCH_PREFIX: &str = "grove/";
 /// `branch-prefix`, else `grove/`.
 pub fn branch_prefix(config: Option<&Config>, config_file: &Path) -> Setting<String> {
     let repository = config
-        .and_then(|c| c.extra.get("grove")?.get("branchPrefix")?.as_str())
+        .and_then(|c| crate::atsf::grove::ConfigSection::of(&c.extra).branch_prefix())
         .map(|p| (p.to_string(), config_file, "grove.branchPrefix"));
     let user = crate::userconfig::get()
         .ok()
         .and_then(|u| u.branch_prefix.clone())
         .map(|p| (p, "branch-prefix"));
     first(repository, user, DEFAULT_BRANCH_PREFIX.to_string())
+}
+
+/// Default template of generated branch names: the prefix, then the
+/// title's slug.
+pub const DEFAULT_BRANCH_TEMPLATE: &str = "{prefix}{slug}";
+
+/// The template of generated branch names — `{prefix}` (the branch prefix),
+/// `{slug}` (the title in lower case, words joined by `-`), `{id}` (the
+/// first 8 of the thread id): the repository's `grove.branchTemplate`, else
+/// the user's `branch-template`, else `{prefix}{slug}`.
+pub fn branch_template(config: Option<&Config>, config_file: &Path) -> Setting<String> {
+    let repository = config
+        .and_then(|c| crate::atsf::grove::ConfigSection::of(&c.extra).branch_template())
+        .map(|p| (p.to_string(), config_file, "grove.branchTemplate"));
+    let user = crate::userconfig::get()
+        .ok()
+        .and_then(|u| u.branch_template.clone())
+        .map(|p| (p, "branch-template"));
+    first(repository, user, DEFAULT_BRANCH_TEMPLATE.to_string())
 }
 
 /// The agent of a new thread: `explicit` (from the command line), else the

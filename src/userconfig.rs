@@ -34,6 +34,8 @@ pub struct UserConfig {
     pub worktree_dir: Option<String>,
     /// The prefix of generated branch names.
     pub branch_prefix: Option<String>,
+    /// The template of generated branch names (`{prefix}`, `{slug}`, `{id}`).
+    pub branch_template: Option<String>,
     /// The agent of new threads.
     pub agent: Option<String>,
     /// Threads carrying any of these tags never leave the machine

@@ -383,9 +383,9 @@ fn check_config(path: &Path, report: &mut Report) {
                 }
             }
         }
-        // The spec's postSetupCommands, and grove's preRemoveCommands of
-        // the same shape.
-        for list in ["postSetupCommands", "preRemoveCommands"] {
+        // The spec's postSetupCommands, and grove's preRemoveCommands and
+        // preMergeCommands of the same shape.
+        for list in ["postSetupCommands", "preRemoveCommands", "preMergeCommands"] {
             for (i, c) in f
                 .array(h, "worktreeHooks.", list, false)
                 .into_iter()
@@ -417,7 +417,7 @@ fn check_config(path: &Path, report: &mut Report) {
         }
         f.string(h, "worktreeHooks.", "envFile", false);
     }
-    if let Some(g) = f.object(&o, "", "grove", false) {
+    if let Some(g) = f.object(&o, "", crate::atsf::grove::KEY, false) {
         grove_section(&mut f, g);
     }
     for miss in crate::atsf::near_misses(&Value::Object(o.clone())) {
@@ -429,6 +429,7 @@ fn check_config(path: &Path, report: &mut Report) {
 /// grove's own section of `config.json`.
 fn grove_section(f: &mut Fields, g: &Map<String, Value>) {
     f.string(g, "grove.", "branchPrefix", false);
+    f.string(g, "grove.", "branchTemplate", false);
     f.string(g, "grove.", "notify", false);
     f.boolean(g, "grove.", "submodules");
     f.boolean(g, "grove.", "lfs");

@@ -199,7 +199,7 @@ fn read_section(path: &Path) -> Result<Section> {
 
 /// The `grove` section of a config object, checked field by field.
 fn section_of(config: &serde_json::Map<String, Value>, path: &Path) -> Result<Section> {
-    let Some(grove) = config.get("grove") else {
+    let Some(grove) = crate::atsf::grove::ConfigSection::of(config).value() else {
         return Ok(Section::default());
     };
     let mut wanted = serde_json::Map::new();

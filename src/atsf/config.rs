@@ -71,6 +71,11 @@ pub struct WorktreeHooks {
     /// `postSetupCommands`, trusted on their own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pre_remove_commands: Option<Vec<PostSetupCommand>>,
+    /// grove extension: commands run in the task's worktree by `grove
+    /// merge`, on what is about to land, before the target moves (the same
+    /// shape and rules as `postSetupCommands`, trusted on their own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_merge_commands: Option<Vec<PostSetupCommand>>,
     #[serde(flatten)]
     pub extra: Extra,
 }

@@ -22,6 +22,7 @@ const HOOKS: &[&str] = &[
     "env",
     "envFile",
     "preRemoveCommands",
+    "preMergeCommands",
 ];
 const COMMAND: &[&str] = &[
     "command",
@@ -31,7 +32,14 @@ const COMMAND: &[&str] = &[
     "platforms",
 ];
 const LINK: &[&str] = &["source", "target"];
-const GROVE: &[&str] = &["branchPrefix", "agents", "notify", "submodules", "lfs"];
+const GROVE: &[&str] = &[
+    "branchPrefix",
+    "branchTemplate",
+    "agents",
+    "notify",
+    "submodules",
+    "lfs",
+];
 
 /// One misspelt key: where, what it says, and the likely key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,6 +77,7 @@ pub fn near_misses(config: &Value) -> Vec<NearMiss> {
         for (list, known) in [
             ("postSetupCommands", COMMAND),
             ("preRemoveCommands", COMMAND),
+            ("preMergeCommands", COMMAND),
             ("symlinks", LINK),
             ("copies", LINK),
         ] {

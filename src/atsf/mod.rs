@@ -9,6 +9,7 @@ pub mod anthropic;
 mod checkpoint;
 mod config;
 mod content;
+pub mod grove;
 mod json;
 mod keys;
 mod message;

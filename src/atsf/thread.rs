@@ -69,6 +69,16 @@ impl ThreadMeta {
         self.metadata.get_or_insert_with(Extra::new)
     }
 
+    /// grove's own section, `metadata.grove`.
+    pub fn grove(&self) -> super::grove::ThreadSection<'_> {
+        super::grove::ThreadSection::of(self.metadata.as_ref())
+    }
+
+    /// grove's own section, `metadata.grove`, to change (made when missing).
+    pub fn grove_mut(&mut self) -> super::grove::ThreadSectionMut<'_> {
+        super::grove::ThreadSectionMut::of(self.metadata_mut())
+    }
+
     /// The version counter (`v`), 0 when absent.
     pub fn version(&self) -> u64 {
         self.v.unwrap_or(0)

@@ -200,7 +200,10 @@ pub fn behind(meta: &crate::atsf::ThreadMeta, session: &SessionRecord) -> bool {
 /// Whether a session this machine captured into the thread of `meta` has
 /// more in its transcript than was captured.
 pub fn pending(repo_root: &Path, meta: &crate::atsf::ThreadMeta) -> bool {
-    ledger::sessions(repo_root, &meta.thread_id)
+    let Ok(id) = crate::store::ThreadId::parse(&meta.thread_id) else {
+        return false;
+    };
+    ledger::sessions(repo_root, &id)
         .iter()
         .any(|s| behind(meta, s))
 }

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::SessionRecord;
 use crate::error::{Error, Result};
+use crate::store::ThreadId;
 
 /// One session as this machine recorded it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,14 +40,13 @@ fn repo_dir(repo_root: &Path) -> Result<PathBuf> {
 
 /// The ledger directory of thread `thread_id` of the repository whose main
 /// worktree is `repo_root`.
-fn thread_dir(repo_root: &Path, thread_id: &str) -> Result<PathBuf> {
-    crate::store::validate_thread_id(thread_id)?;
+fn thread_dir(repo_root: &Path, thread_id: &ThreadId) -> Result<PathBuf> {
     Ok(repo_dir(repo_root)?.join(thread_id))
 }
 
 /// A file of grove's own beside thread `thread_id`'s session entries (not
 /// a `.json`, so it is never taken for one).
-pub(crate) fn side_file(repo_root: &Path, thread_id: &str, name: &str) -> Result<PathBuf> {
+pub(crate) fn side_file(repo_root: &Path, thread_id: &ThreadId, name: &str) -> Result<PathBuf> {
     Ok(thread_dir(repo_root, thread_id)?.join(name))
 }
 
@@ -78,7 +78,7 @@ fn plain_session_id(id: &str) -> bool {
 
 /// Records that this machine captures `session` into thread `thread_id`
 /// (a transcript learned later completes an entry; one recorded stays).
-pub fn record(repo_root: &Path, thread_id: &str, session: &SessionRecord) -> Result<()> {
+pub fn record(repo_root: &Path, thread_id: &ThreadId, session: &SessionRecord) -> Result<()> {
     if !plain_session_id(&session.session_id) {
         return Err(Error::Other(format!(
             "{:?} is not a session id grove records",
@@ -114,7 +114,7 @@ fn read_entry(path: &Path) -> Option<Entry> {
 
 /// The sessions this machine captured into thread `thread_id`, in the order
 /// they started. An entry that cannot be read is left out.
-pub fn sessions(repo_root: &Path, thread_id: &str) -> Vec<SessionRecord> {
+pub fn sessions(repo_root: &Path, thread_id: &ThreadId) -> Vec<SessionRecord> {
     let Ok(dir) = thread_dir(repo_root, thread_id) else {
         return Vec::new();
     };
@@ -153,7 +153,7 @@ pub fn threads_with_sessions(repo_root: &Path) -> std::collections::HashSet<Stri
 
 /// Whether this machine captured session `session_id` into thread
 /// `thread_id`.
-pub fn has(repo_root: &Path, thread_id: &str, session_id: &str) -> bool {
+pub fn has(repo_root: &Path, thread_id: &ThreadId, session_id: &str) -> bool {
     plain_session_id(session_id)
         && thread_dir(repo_root, thread_id)
             .is_ok_and(|d| d.join(format!("{session_id}.json")).is_file())

@@ -12,9 +12,11 @@ use super::Output;
 /// files touched, remote URL) and store a summary, next steps and tags.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Thread id or a unique prefix of it.
+    /// The task or thread: its id or a unique prefix, its branch, its
+    /// worktree's path, or a word of its title. Default: the task whose
+    /// worktree holds the current directory.
     #[arg(add = super::complete::threads())]
-    thread: String,
+    thread: Option<String>,
 
     /// What was accomplished (replaces the previous summary).
     #[arg(long, value_name = "TEXT")]
@@ -45,7 +47,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         .into());
     }
     let project = Project::discover(cwd)?;
-    let found = super::resolve(out, &project, &args.thread)?;
+    let found = super::resolve(out, &project, args.thread())?;
     let input = Input {
         summary: args.summary,
         next_steps: args.next,
@@ -84,4 +86,11 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         }
     }
     Ok(super::exit::SUCCESS)
+}
+
+impl Args {
+    /// THREAD, or the task the current directory is in.
+    fn thread(&self) -> &str {
+        self.thread.as_deref().unwrap_or(".")
+    }
 }

@@ -57,6 +57,12 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         json!(prefix.value),
         described(&prefix.source),
     ));
+    let template = grove::setting::branch_template(repo.as_ref(), &config_file);
+    values.push((
+        "branch-template".into(),
+        json!(template.value),
+        described(&template.source),
+    ));
     let agent = grove::setting::agent(None, repo.as_ref(), &config_file);
     values.push(("agent".into(), json!(agent.value), described(&agent.source)));
     if !user.push_exclude_tags.is_empty() {

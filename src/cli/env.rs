@@ -18,9 +18,11 @@ use super::Output;
 /// PROMPT_COMMAND, LD_PRELOAD…), is an error naming it.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Thread id or a unique prefix of it.
+    /// The task or thread: its id or a unique prefix, its branch, its
+    /// worktree's path, or a word of its title. Default: the task whose
+    /// worktree holds the current directory.
     #[arg(add = super::complete::threads())]
-    thread: String,
+    thread: Option<String>,
 
     /// The shell the lines are for: values are quoted for it.
     #[arg(long, value_enum, default_value_t = Shell::Sh)]
@@ -33,7 +35,7 @@ pub struct Args {
 
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let project = Project::discover(cwd)?;
-    let found = super::resolve(out, &project, &args.thread)?;
+    let found = super::resolve(out, &project, args.thread())?;
     let ports = grove::ports::of(&found.meta);
     let worktree = found
         .worktree
@@ -99,5 +101,12 @@ impl Shell {
             }
             Shell::Fish => format!("set -gx {name} {}", shellquote::fish(value)),
         }
+    }
+}
+
+impl Args {
+    /// THREAD, or the task the current directory is in.
+    fn thread(&self) -> &str {
+        self.thread.as_deref().unwrap_or(".")
     }
 }

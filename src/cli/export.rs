@@ -20,9 +20,11 @@ use super::Output;
 /// starting the agent; OpenCode's through `opencode import`).
 #[derive(clap::Args)]
 pub struct Args {
-    /// Thread id or a unique prefix of it.
+    /// The task or thread: its id or a unique prefix, its branch, its
+    /// worktree's path, or a word of its title. Default: the task whose
+    /// worktree holds the current directory.
     #[arg(add = super::complete::threads())]
-    thread: String,
+    thread: Option<String>,
 
     /// md, html, jsonl; claude, codex, gemini or opencode (the agent's
     /// session format).
@@ -75,7 +77,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         )
         .into());
     }
-    let original = super::resolve_thread(cwd, &args.thread)?;
+    let original = super::resolve_thread(cwd, args.thread())?;
     let leaving = leaving(&original, args.secrets, out)?;
     let thread = &leaving.thread;
     let format = match args.format {
@@ -133,7 +135,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
 /// on the thread, like `grove resume` does), to `-o FILE`, or to stdout.
 fn run_native(args: &Args, native: Native, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let project = grove::project::Project::discover(cwd)?;
-    let found = super::resolve(out, &project, &args.thread)?;
+    let found = super::resolve(out, &project, args.thread())?;
     // Into the agent's own directory, the session stays on this machine.
     let leaving = match args.output {
         Some(_) => Some(leaving(&found.thread, args.secrets, out)?),
@@ -282,4 +284,11 @@ fn leaving(
         ));
     }
     Ok(leaving)
+}
+
+impl Args {
+    /// THREAD, or the task the current directory is in.
+    fn thread(&self) -> &str {
+        self.thread.as_deref().unwrap_or(".")
+    }
 }

@@ -16,9 +16,11 @@ use super::{Output, progress::Reporter};
 /// Prints the new worktree path (or, without a worktree, the thread id).
 #[derive(clap::Args)]
 pub struct Args {
-    /// Thread id or a unique prefix of it.
+    /// The task or thread: its id or a unique prefix, its branch, its
+    /// worktree's path, or a word of its title. Default: the task whose
+    /// worktree holds the current directory.
     #[arg(add = super::complete::threads())]
-    thread: String,
+    thread: Option<String>,
 
     /// Copy messages 0..=N only (default: all).
     #[arg(long, value_name = "N")]
@@ -67,7 +69,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         derivation: Derivation::Fork { at: args.at },
         title: args.title.clone(),
     };
-    make(&args.thread, &spec, &args.child, true, cwd, out)
+    make(args.thread(), &spec, &args.child, true, cwd, out)
 }
 
 /// Resolves THREAD, makes the child, reports it.
@@ -149,4 +151,11 @@ fn finish(failed: usize, child: &ChildArgs) -> anyhow::Result<u8> {
         return Ok(super::exit::HOOK_FAILED);
     }
     Ok(super::exit::SUCCESS)
+}
+
+impl Args {
+    /// THREAD, or the task the current directory is in.
+    fn thread(&self) -> &str {
+        self.thread.as_deref().unwrap_or(".")
+    }
 }

@@ -13,9 +13,11 @@ use super::fork::ChildArgs;
 /// HEAD (add --carry to bring its uncommitted changes).
 #[derive(clap::Args)]
 pub struct Args {
-    /// Thread id or a unique prefix of it.
+    /// The task or thread: its id or a unique prefix, its branch, its
+    /// worktree's path, or a word of its title. Default: the task whose
+    /// worktree holds the current directory.
     #[arg(add = super::complete::threads())]
-    thread: String,
+    thread: Option<String>,
 
     /// What the next context needs to know: the new thread's first message.
     #[arg(long, value_name = "TEXT")]
@@ -43,5 +45,12 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         },
         title: args.title.clone(),
     };
-    super::fork::make(&args.thread, &spec, &args.child, args.carry, cwd, out)
+    super::fork::make(args.thread(), &spec, &args.child, args.carry, cwd, out)
+}
+
+impl Args {
+    /// THREAD, or the task the current directory is in.
+    fn thread(&self) -> &str {
+        self.thread.as_deref().unwrap_or(".")
+    }
 }

@@ -18,9 +18,11 @@ use super::Output;
 /// thread's first prompts when no session was captured yet, or --prompt.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Thread id or a unique prefix of it.
+    /// The task or thread: its id or a unique prefix, its branch, its
+    /// worktree's path, or a word of its title. Default: the task whose
+    /// worktree holds the current directory.
     #[arg(add = super::complete::threads())]
-    thread: String,
+    thread: Option<String>,
 
     #[command(flatten)]
     launch: LaunchArgs,
@@ -46,7 +48,7 @@ pub struct LaunchArgs {
 
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let project = Project::discover(cwd)?;
-    let found = super::resolve(out, &project, &args.thread)?;
+    let found = super::resolve(out, &project, args.thread())?;
     let worktree = worktree_of(&found)?;
     let agent_id = found.meta.agent.id.clone();
     launch_in(
@@ -186,4 +188,11 @@ fn ask(commands: &[String]) -> bool {
         return false;
     }
     matches!(answer.trim(), "y" | "Y" | "yes" | "Yes")
+}
+
+impl Args {
+    /// THREAD, or the task the current directory is in.
+    fn thread(&self) -> &str {
+        self.thread.as_deref().unwrap_or(".")
+    }
 }

@@ -19,10 +19,12 @@ mod launch;
 mod list;
 mod man;
 mod mention;
+mod merge;
 mod new;
 mod path;
 mod pull;
 mod push;
+mod rename;
 mod repair;
 mod resume;
 mod rm;
@@ -54,6 +56,10 @@ pub mod exit {
     /// `grove import`: something was not imported as it was (the rest was);
     /// `grove capture install`: some events got no hook.
     pub const PARTIAL: u8 = 4;
+    /// `grove merge`: the task's branch conflicts with the target.
+    pub const CONFLICT: u8 = 5;
+    /// `grove merge`: a test command failed.
+    pub const TEST_FAILED: u8 = 6;
 }
 
 #[derive(Parser)]
@@ -62,7 +68,7 @@ pub mod exit {
     version,
     about = "Start AI agent tasks in isolated git worktrees and keep their conversations next to the code",
     long_about = None,
-    after_help = "Exit codes: 0 success, 1 error, 2 usage error, 3 a hook failed (new --strict), 4 an import or a capture install left something out.\nThreads are stored in the Agent Thread Storage Format v1.1 under .agent/threads/."
+    after_help = "Exit codes: 0 success, 1 error, 2 usage error, 3 a hook failed (new --strict), 4 an import or a capture install left something out (merge: landed, task not removed), 5 merge conflict, 6 merge test failed.\nThreads are stored in the Agent Thread Storage Format v1.1 under .agent/threads/."
 )]
 struct Cli {
     /// Run as if grove was started in DIR (like `git -C`).
@@ -100,7 +106,9 @@ enum Command {
     List(Lazy<list::Args>),
     Repair(Lazy<repair::Args>),
     Rm(Lazy<rm::Args>),
+    Merge(Lazy<merge::Args>),
     Path(Lazy<path::Args>),
+    Rename(Lazy<rename::Args>),
     Gc(Lazy<gc::Args>),
     Trust(Lazy<trust::Args>),
     Fork(Lazy<fork::Args>),
@@ -268,6 +276,8 @@ pub fn main() -> ExitCode {
         }
     }
     grove::git::cmd::set_verbose(cli.verbose);
+    // The library's refusals name what would help; here, as flags.
+    grove::set_hint_words(hint_words);
     if let Ok(exe) = std::env::current_exe() {
         grove::trash::set_background_deleter(exe);
     }
@@ -286,8 +296,7 @@ pub fn main() -> ExitCode {
 fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
     let cwd = match cli.directory {
         Some(dir) => dir,
-        None => std::env::current_dir()
-            .map_err(|e| anyhow::anyhow!("cannot read the current directory: {e}"))?,
+        None => current_dir(out)?,
     };
     match cli.command {
         Command::Init(Lazy(args)) => init::run(args, &cwd, out),
@@ -297,7 +306,9 @@ fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::List(Lazy(args)) => list::run(args, &cwd, out),
         Command::Repair(Lazy(args)) => repair::run(args, &cwd, out),
         Command::Rm(Lazy(args)) => rm::run(args, &cwd, out),
+        Command::Merge(Lazy(args)) => merge::run(args, &cwd, out),
         Command::Path(Lazy(args)) => path::run(args, &cwd, out),
+        Command::Rename(Lazy(args)) => rename::run(args, &cwd, out),
         Command::Gc(Lazy(args)) => gc::run(args, &cwd, out),
         Command::Trust(Lazy(args)) => trust::run(args, &cwd, out),
         Command::Fork(Lazy(args)) => fork::run(args, &cwd, out),
@@ -329,6 +340,32 @@ fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
     }
 }
 
+/// The directory grove runs in. One deleted under the shell (a task's
+/// worktree removed while the shell was in it) is taken as the repository
+/// whose task it was, as the cache records it, else as the nearest
+/// directory above it that is still there — so every command works from it.
+fn current_dir(out: &Output) -> anyhow::Result<PathBuf> {
+    let err = match std::env::current_dir() {
+        Ok(dir) => return Ok(dir),
+        Err(e) => e,
+    };
+    let pwd = std::env::var_os("PWD")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute());
+    let Some(pwd) = pwd else {
+        anyhow::bail!("cannot read the current directory: {err}; cd to a directory that exists");
+    };
+    let instead = grove::cache::repo_of_removed_worktree(&pwd)
+        .or_else(|| pwd.ancestors().find(|a| a.is_dir()).map(PathBuf::from))
+        .ok_or_else(|| anyhow::anyhow!("cannot read the current directory: {err}"))?;
+    out.warn(&format!(
+        "the current directory {} is gone; working in {}",
+        output::escape_line(&pwd.display().to_string()),
+        output::escape_line(&instead.display().to_string())
+    ));
+    Ok(instead)
+}
+
 /// Renders an error chain on stderr and picks the exit code. A closed stdout
 /// (`grove list | head`) is not an error.
 fn report(out: &Output, err: &anyhow::Error) -> ExitCode {
@@ -341,17 +378,45 @@ fn report(out: &Output, err: &anyhow::Error) -> ExitCode {
             return ExitCode::from(exit::SUCCESS);
         }
     }
-    let mut message = format!("{}", err);
-    for cause in err.chain().skip(1) {
+    out.error(&error_text(err));
+    ExitCode::from(exit_code_of(err))
+}
+
+/// An error and its causes, one line each.
+pub fn error_text(err: &anyhow::Error) -> String {
+    let mut chain = err.chain();
+    let mut message = chain.next().map(|e| e.to_string()).unwrap_or_default();
+    for cause in chain {
         message.push_str(&format!("\n  caused by: {cause}"));
     }
-    out.error(&message);
-    let code = if err.downcast_ref::<UsageError>().is_some() {
+    message
+}
+
+/// A library hint as the command line's flag or command.
+pub fn hint_words(hint: grove::Hint) -> String {
+    match hint {
+        grove::Hint::Force => "--force",
+        grove::Hint::Reap => "--reap",
+        grove::Hint::Purge => "--purge",
+        grove::Hint::Redact => "--redact",
+        grove::Hint::AllowSecrets => "--allow-secrets",
+        grove::Hint::RemoveForce => "grove rm --force",
+        grove::Hint::Remove => "grove rm",
+        grove::Hint::Scan => "grove scan",
+        grove::Hint::Trust => "--trust",
+        grove::Hint::NoHooks => "--no-hooks",
+        grove::Hint::NoSubmodules => "--no-submodules",
+    }
+    .to_string()
+}
+
+/// The exit code an error ends grove with.
+pub fn exit_code_of(err: &anyhow::Error) -> u8 {
+    if err.downcast_ref::<UsageError>().is_some() {
         exit::USAGE
     } else {
         exit::ERROR
-    };
-    ExitCode::from(code)
+    }
 }
 
 /// Finds THREAD (id or unique prefix) with everything it belongs to (status,

@@ -9,9 +9,11 @@ use super::Output;
 /// Print the worktree path of a thread (`cd "$(grove path 1a2b)"`).
 #[derive(clap::Args)]
 pub struct Args {
-    /// Thread id or a unique prefix of it.
+    /// The task or thread: its id or a unique prefix, its branch, its
+    /// worktree's path, or a word of its title. Default: the task whose
+    /// worktree holds the current directory.
     #[arg(add = super::complete::threads())]
-    thread: String,
+    thread: Option<String>,
 
     /// Print {threadId, worktreePath, status} as JSON.
     #[arg(long)]
@@ -20,7 +22,7 @@ pub struct Args {
 
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let project = Project::discover(cwd)?;
-    let found = super::resolve(out, &project, &args.thread)?;
+    let found = super::resolve(out, &project, args.thread())?;
     let Some(path) = &found.worktree else {
         anyhow::bail!(
             "thread {} has no worktree; its files are in {}",
@@ -64,4 +66,11 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         super::shell_init::cd_to(path);
     }
     Ok(super::exit::SUCCESS)
+}
+
+impl Args {
+    /// THREAD, or the task the current directory is in.
+    fn thread(&self) -> &str {
+        self.thread.as_deref().unwrap_or(".")
+    }
 }

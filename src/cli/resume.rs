@@ -21,9 +21,11 @@ use super::{Output, launch::LaunchArgs, progress::Reporter};
 /// branch is gone, with the thread put back from the cache.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Thread id or a unique prefix of it.
+    /// The task or thread: its id or a unique prefix, its branch, its
+    /// worktree's path, or a word of its title. Default: the task whose
+    /// worktree holds the current directory.
     #[arg(add = super::complete::threads())]
-    thread: String,
+    thread: Option<String>,
 
     /// claude-code or codex (default: the thread's agent when it is one of
     /// them).
@@ -49,7 +51,7 @@ pub struct Args {
 
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let project = Project::discover(cwd)?;
-    let found = super::resolve(out, &project, &args.thread)?;
+    let found = super::resolve(out, &project, args.thread())?;
     let agent_id = args
         .agent
         .clone()
@@ -176,4 +178,11 @@ fn report_written(out: &Output, thread: &Thread, native: Native, written: &resum
         written.report.session_id,
         written.path.display()
     ));
+}
+
+impl Args {
+    /// THREAD, or the task the current directory is in.
+    fn thread(&self) -> &str {
+        self.thread.as_deref().unwrap_or(".")
+    }
 }

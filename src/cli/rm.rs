@@ -15,9 +15,11 @@ use super::Output;
 /// --force; a branch that existed before grove used it is never deleted.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Thread id or a unique prefix of it.
+    /// The tasks: each an id or a unique prefix, a branch, a worktree's
+    /// path, or a word of a title. Default: the task whose worktree holds
+    /// the current directory.
     #[arg(add = super::complete::threads())]
-    thread: String,
+    threads: Vec<String>,
 
     /// Remove even with uncommitted or unsaved work (commits only this
     /// worktree holds), and delete grove's unmerged branch.
@@ -50,7 +52,55 @@ pub struct Args {
 
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let project = Project::discover(cwd)?;
-    let found = super::resolve(out, &project, &args.thread)?;
+    // Every name resolved before anything is removed: a typo removes nothing.
+    let queries: Vec<&str> = match args.threads.as_slice() {
+        [] => vec!["."],
+        many => many.iter().map(String::as_str).collect(),
+    };
+    let mut tasks = Vec::new();
+    for query in &queries {
+        let found = super::resolve(out, &project, query)?;
+        if !tasks
+            .iter()
+            .any(|t: &grove::discovery::Found| t.thread.id() == found.thread.id())
+        {
+            tasks.push(found);
+        }
+    }
+    let mut removed_all = Vec::new();
+    let mut failure = None;
+    for found in &tasks {
+        let leaving = super::shell_init::Leaving::worktree(cwd, found.worktree.as_deref());
+        match remove_one(&args, found, out) {
+            Ok(removed) => {
+                leaving.done(&found.repo_root);
+                removed_all.push(removed);
+            }
+            // One refusal does not stop the others; the first decides the
+            // exit code.
+            Err(e) if tasks.len() > 1 => {
+                out.error(&format!("{}: {}", found.thread.id(), super::error_text(&e)));
+                failure.get_or_insert(super::exit_code_of(&e));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    if args.json {
+        match removed_all.as_slice() {
+            [one] if queries.len() == 1 => out.json(one)?,
+            all => out.json(&all)?,
+        }
+    }
+    Ok(failure.unwrap_or(super::exit::SUCCESS))
+}
+
+/// Removes one task, reporting on stderr (and its worktree's path on stdout
+/// unless `--json`).
+fn remove_one(
+    args: &Args,
+    found: &grove::discovery::Found,
+    out: &Output,
+) -> anyhow::Result<worktree::Removed> {
     let repo = Repo::new(&found.repo_root)?;
     let options = RemoveOptions {
         force: args.force,
@@ -59,7 +109,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         reap: args.reap,
         background: args.deletion.background(),
     };
-    let removed = worktree::remove(&repo, &found, options)?;
+    let removed = worktree::remove(&repo, found, options)?;
     report_teardown(out, &removed.teardown);
     for p in &removed.processes {
         out.status(&format!(
@@ -69,10 +119,11 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         ));
     }
     if removed.threads.len() > 1 {
+        let ids: Vec<&str> = removed.threads.iter().map(|t| t.as_str()).collect();
         out.status(&format!(
             "grove: the worktree held {} threads: {}{}",
             removed.threads.len(),
-            removed.threads.join(", "),
+            ids.join(", "),
             if args.purge {
                 " (all deleted)"
             } else {
@@ -86,12 +137,10 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     if let Some(dir) = &removed.cached_at {
         out.status(&format!("grove: thread kept in {}", dir.display()));
     }
-    if args.json {
-        out.json(&removed)?;
-    } else {
+    if !args.json {
         out.line(&removed.worktree_path.display().to_string())?;
     }
-    Ok(super::exit::SUCCESS)
+    Ok(removed)
 }
 
 /// The teardown commands' outcomes on stderr: failures and skips named.

@@ -70,3 +70,29 @@ pub fn cd_to(dir: &Path) {
         let _ = std::fs::write(file, dir.as_os_str().as_encoded_bytes());
     }
 }
+
+/// A worktree about to be removed, and whether the shell is in it: then,
+/// once it is gone, [`Leaving::done`] sends the shell to the main checkout
+/// (as `new` and `switch` send it into a worktree) instead of leaving it in
+/// a directory that no longer exists.
+pub struct Leaving {
+    inside: bool,
+}
+
+impl Leaving {
+    /// Before removing `worktree`, with grove run from `cwd`.
+    pub fn worktree(cwd: &Path, worktree: Option<&Path>) -> Leaving {
+        let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let here = canonical(cwd);
+        let inside =
+            worktree.is_some_and(|wt| here.starts_with(canonical(wt)) || cwd.starts_with(wt));
+        Leaving { inside }
+    }
+
+    /// The worktree is gone: the shell goes to `main_root` if it was in it.
+    pub fn done(&self, main_root: &Path) {
+        if self.inside {
+            cd_to(main_root);
+        }
+    }
+}

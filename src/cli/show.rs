@@ -17,9 +17,11 @@ use super::output::{Style, human_time};
 /// Show a thread: its metadata and conversation.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Thread id or a unique prefix of it.
+    /// The task or thread: its id or a unique prefix, its branch, its
+    /// worktree's path, or a word of its title. Default: the task whose
+    /// worktree holds the current directory.
     #[arg(add = super::complete::threads())]
-    thread: String,
+    thread: Option<String>,
 
     /// Show the agent's thinking (dimmed); hidden by default.
     #[arg(long)]
@@ -46,7 +48,7 @@ pub struct Args {
 
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let project = Project::discover(cwd)?;
-    let thread = discovery::find_thread(&project, &args.thread)?;
+    let thread = discovery::find_thread(&project, args.thread())?;
     catch_up(&thread, &project.main_root, out);
     let meta = thread.meta()?;
     // Titles and existence of related threads need a look at all threads;
@@ -556,4 +558,11 @@ fn write_excerpt(
         )?;
     }
     Ok(())
+}
+
+impl Args {
+    /// THREAD, or the task the current directory is in.
+    fn thread(&self) -> &str {
+        self.thread.as_deref().unwrap_or(".")
+    }
 }

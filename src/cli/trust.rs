@@ -32,6 +32,10 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let hooks = config.and_then(|c| c.worktree_hooks).unwrap_or_default();
     let commands = hooks.post_setup_commands.unwrap_or_default();
     let teardown = hooks.pre_remove_commands.unwrap_or_default();
+    let merge = hooks.pre_merge_commands.unwrap_or_default();
+    let merge_hash = (!merge.is_empty())
+        .then(|| trust_merge(&project, &merge, args.json, out))
+        .transpose()?;
     let teardown_hash = (!teardown.is_empty())
         .then(|| trust_teardown(&project, &teardown, args.json, out))
         .transpose()?;
@@ -64,8 +68,9 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
                 "agentCommands": agent_commands,
                 "teardownHash": teardown_hash,
                 "teardownCommands": teardown_list,
+                "mergeHash": merge_hash,
             }))?;
-        } else if agent_commands.is_empty() && teardown.is_empty() {
+        } else if agent_commands.is_empty() && teardown.is_empty() && merge.is_empty() {
             out.status(
                 "grove: this repository's .agent/config.json has no commands; nothing to trust",
             );
@@ -84,7 +89,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         out.json(
             &serde_json::json!({"repoRoot": project.main_root, "hash": hash, "commands": list,
                 "agentCommands": agent_commands, "teardownHash": teardown_hash,
-                "teardownCommands": teardown_list}),
+                "teardownCommands": teardown_list, "mergeHash": merge_hash}),
         )?;
     } else {
         for c in &commands {
@@ -120,6 +125,33 @@ fn trust_teardown(
         }
         out.status(&format!(
             "grove: trusted these {} teardown command(s) (preRemoveCommands) for {}",
+            commands.len(),
+            project.main_root.display()
+        ));
+    }
+    Ok(hash)
+}
+
+/// Trusts the `preMergeCommands` list as it is now; returns its hash.
+fn trust_merge(
+    project: &Project,
+    commands: &[grove::atsf::PostSetupCommand],
+    json: bool,
+    out: &Output,
+) -> anyhow::Result<String> {
+    let hash = grove::land::merge_hash(commands);
+    if let Some(saved) = TrustStore::open()?.trust(&project.main_root, &hash)? {
+        out.warn(&format!(
+            "the trust store could not be read; it was kept as {} and a new one started",
+            saved.display()
+        ));
+    }
+    if !json {
+        for c in commands {
+            out.status(&format!("  $ {}", super::output::escape_line(&c.command)));
+        }
+        out.status(&format!(
+            "grove: trusted these {} merge check(s) (preMergeCommands) for {}",
             commands.len(),
             project.main_root.display()
         ));

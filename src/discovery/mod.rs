@@ -7,6 +7,7 @@
 //! - [`heal`]: the repairs reading threads makes on the way (its only
 //!   writes).
 
+mod by_name;
 mod heal;
 mod resolve;
 mod status;

@@ -7,10 +7,10 @@ use crate::cache;
 use crate::error::{Error, Result};
 use crate::git::Repo;
 use crate::project::Project;
-use crate::store::{Keep, Store, Thread, resolve_prefix};
+use crate::store::{Keep, Store, Thread, ThreadId, resolve_prefix};
 
 use super::walk::{discover, discover_kept, linked_worktrees};
-use super::{Found, Options};
+use super::{Discovered, Found, Options};
 
 /// Finds the thread named by `query` (an id or unique prefix) anywhere in
 /// the repository: main `.agent/`, worktrees, cache — and other
@@ -23,13 +23,48 @@ pub fn resolve(project: &Project, query: &str) -> Result<Found> {
 /// [`resolve`], with what could not be read on the way (threads, stores,
 /// cache entries, each naming its file), for the caller to report.
 pub fn resolve_reporting(project: &Project, query: &str) -> Result<(Found, Vec<Error>)> {
-    crate::store::validate_thread_id(query)?;
+    if crate::store::validate_thread_id(query).is_ok()
+        && let Some(hit) = by_id(project, query)?
+    {
+        return Ok(hit);
+    }
+    // Nothing by id: the walk of this repository, for a name a person gives
+    // (a path, a branch, a title word) and to say what could not be read.
+    let found = discover(project, Options::default())?;
+    let ids: Vec<&str> = found
+        .threads
+        .iter()
+        .map(|f| f.thread.id().as_str())
+        .collect();
+    let by_prefix = match crate::store::validate_thread_id(query) {
+        Ok(()) => resolve_prefix(query, ids.iter().copied())?.map(str::to_string),
+        Err(_) => None,
+    };
+    let index = match by_prefix {
+        Some(id) => found.threads.iter().position(|f| *f.thread.id() == id),
+        None => super::by_name::pick(project, query, &found.threads)?,
+    };
+    let Some(index) = index else {
+        // Not an id, and no task's name: say why it is no id.
+        crate::store::validate_thread_id(query)?;
+        return Err(not_found(project, query, &found.errors));
+    };
+    let Discovered {
+        mut threads,
+        errors,
+    } = found;
+    Ok((live_copy(threads.swap_remove(index)), errors))
+}
+
+/// A thread found by its id or a unique prefix of one, looking at names
+/// only: this repository's stores, then the cache of any repository.
+fn by_id(project: &Project, query: &str) -> Result<Option<(Found, Vec<Error>)>> {
     // A whole id (the exact id wins over ids it is a prefix of) is looked
     // up directly, without listing the names.
     if uuid::Uuid::try_parse(query).is_ok()
         && let Some(hit) = load_one(project, query, false)?
     {
-        return Ok(hit);
+        return Ok(Some(hit));
     }
     // This repository first, by directory names alone (no thread.json is
     // read but the one found); other repositories' caches only when nothing
@@ -38,40 +73,20 @@ pub fn resolve_reporting(project: &Project, query: &str) -> Result<(Found, Vec<E
     if let Some(id) = here.resolve(query)?
         && let Some(hit) = load_one(project, &id, false)?
     {
-        return Ok(hit);
+        return Ok(Some(hit));
     }
-    let elsewhere: Vec<String> = cache::entries(None)?
+    let elsewhere: Vec<ThreadId> = cache::entries(None)?
         .into_iter()
         .map(|(id, _)| id)
         .filter(|id| id.starts_with(query) && !here.contains(id))
         .collect();
-    if let Some(id) = resolve_prefix(query, elsewhere.iter().map(String::as_str))? {
+    if let Some(id) = resolve_prefix(query, elsewhere.iter().map(ThreadId::as_str))? {
         let id = id.to_string();
         if let Some(hit) = load_one(project, &id, true)? {
-            return Ok(hit);
+            return Ok(Some(hit));
         }
     }
-    // Nothing by name: the whole walk, to say what could not be read.
-    let found = discover(
-        project,
-        Options {
-            all_repos: true,
-            statuses: false,
-            details: false,
-        },
-    )?;
-    let ids: Vec<&str> = found.threads.iter().map(|f| f.thread.id()).collect();
-    let Some(id) = resolve_prefix(query, ids.iter().copied())? else {
-        return Err(not_found(project, query, &found.errors));
-    };
-    let id = id.to_string();
-    let errors = found.errors;
-    let hit = found
-        .threads
-        .into_iter()
-        .find(|f| f.thread.id() == id)
-        .ok_or_else(|| not_found(project, query, &[]))?;
-    Ok((live_copy(hit), errors))
+    Ok(None)
 }
 
 /// The thread `id` as discovery finds it, reading that thread alone.
@@ -118,7 +133,7 @@ impl Names {
         }
         if let Ok(cached) = cache::entries(Some(&project.main_root)) {
             let found = cached.into_iter().filter(|(id, _)| id.starts_with(prefix));
-            names.extend(found.map(|(id, _)| (id, None)));
+            names.extend(found.map(|(id, _)| (id.to_string(), None)));
         }
         Names { stores, names }
     }
@@ -208,7 +223,10 @@ pub(super) fn live_copy(hit: Found) -> Found {
 /// for a walk over all worktrees and the cache; anything else is resolved
 /// as [`resolve`] does.
 pub fn find_thread(project: &Project, query: &str) -> Result<Thread> {
-    crate::store::validate_thread_id(query)?;
+    if crate::store::validate_thread_id(query).is_err() {
+        // A path, or a branch with a slash: a name only the walk knows.
+        return Ok(resolve(project, query)?.thread);
+    }
     for store in [project.store(), project.main_store()] {
         let thread = store.thread(query)?;
         if std::fs::symlink_metadata(thread.meta_path()).is_ok() {
@@ -263,14 +281,7 @@ pub(super) fn worktree_roots(project: &Project) -> Vec<PathBuf> {
 /// The cache's copy of `thread`, looked up under the repository its
 /// `thread.json` records (`metadata.grove.mainRoot`), else `project`'s.
 pub fn cache_copy_for(project: &Project, thread: &Thread) -> Option<PathBuf> {
-    let recorded = thread.meta().ok().and_then(|m| {
-        m.metadata
-            .as_ref()?
-            .get("grove")?
-            .get("mainRoot")?
-            .as_str()
-            .map(PathBuf::from)
-    });
+    let recorded = thread.meta().ok().and_then(|m| m.grove().main_root());
     recorded
         .into_iter()
         .chain(std::iter::once(project.main_root.clone()))

@@ -10,7 +10,7 @@ use crate::cache::{self, CacheRecord, CacheState};
 use crate::error::{Error, Result};
 use crate::git::{Repo, WorktreeEntry};
 use crate::project::Project;
-use crate::store::{Keep, Store};
+use crate::store::{Keep, Store, ThreadId};
 
 use super::heal::{finish_interrupted_removals, restore};
 use super::status::compute_statuses;
@@ -46,16 +46,16 @@ pub(super) fn discover_kept(
     let main_root = project.main_root.clone();
     let mut seen: HashSet<String> = HashSet::new();
     add_local(project, &mut out, &mut seen, keep);
-    let cached_ids: Vec<(String, PathBuf)> = match keep {
+    let cached_ids: Vec<(ThreadId, PathBuf)> = match keep {
         Keep::Id(id) => cache::entry(&main_root, id)?.into_iter().collect(),
         Keep::Where(_) => cache::entries(Some(&main_root))?
             .into_iter()
             .filter(|(id, _)| keep.accepts(id))
             .collect(),
     };
-    let unseen = |seen: &HashSet<String>, ids: &[(String, PathBuf)]| {
+    let unseen = |seen: &HashSet<String>, ids: &[(ThreadId, PathBuf)]| {
         ids.iter()
-            .filter(|(id, _)| !seen.contains(id))
+            .filter(|(id, _)| !seen.contains(id.as_str()))
             .cloned()
             .collect::<Vec<_>>()
     };
@@ -162,7 +162,7 @@ pub(super) fn add_other_repositories(
     let others = cache::entries(None)?
         .into_iter()
         .filter(|(id, dir)| {
-            keep.accepts(id) && !seen.contains(id) && !ours.contains(&dir.as_path())
+            keep.accepts(id) && !seen.contains(id.as_str()) && !ours.contains(&dir.as_path())
         })
         .collect();
     let (all, errors) = cache::load(others);

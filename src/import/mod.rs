@@ -512,7 +512,7 @@ fn unchanged(threads: &[PathBuf], summary: &mut Summary) -> Result<()> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let thread = Thread::at(id.clone(), dir.clone());
+        let thread = Thread::at(crate::store::ThreadId::parse(&id)?, dir.clone());
         let meta = thread.meta()?;
         summary.threads.push(ThreadOutcome {
             thread_id: id,

@@ -14,7 +14,7 @@ pub use assets::{
     PendingAsset, asset_name, extension_for_mime, extract_inline_images, store_asset,
     take_inline_image, take_inline_images, take_inline_in_json,
 };
-pub use id::{new_thread_id, validate_thread_id};
+pub use id::{ThreadId, new_thread_id, validate_thread_id};
 pub use reader::MessageReader;
 pub use staged::ThreadFiles;
 pub use tail::TornTail;
@@ -109,10 +109,17 @@ impl Store {
     pub fn ensure_dir(&self) -> Result<bool> {
         refuse_git_dir(self.root())?;
         crate::fsutil::real_dir(self.root(), &self.agent_dir)?;
-        write_new(
-            &self.agent_dir.join(".gitignore"),
-            atsf::DEFAULT_GITIGNORE.as_bytes(),
-        )
+        let text = if self.in_linked_worktree() {
+            // A task's worktree: the file grove writes there is grove's, and
+            // keeps itself out of the worktree's `git status`.
+            format!(
+                "{}{WORKTREE_IGNORE_MARK}\n/.gitignore\n",
+                atsf::DEFAULT_GITIGNORE
+            )
+        } else {
+            atsf::DEFAULT_GITIGNORE.to_string()
+        };
+        write_new(&self.agent_dir.join(".gitignore"), text.as_bytes())
     }
 
     /// `grove init`: `.agent/`, its `.gitignore` and a `config.json`, each
@@ -166,31 +173,35 @@ impl Store {
     /// A handle on thread `id`, after checking the id is a safe directory name.
     /// Does not check that the thread exists.
     pub fn thread(&self, id: &str) -> Result<Thread> {
-        validate_thread_id(id)?;
-        Ok(Thread::at(id.to_string(), self.threads_dir().join(id)))
+        Ok(self.thread_of(&ThreadId::parse(id)?))
+    }
+
+    /// A handle on thread `id`. Does not check that the thread exists.
+    pub fn thread_of(&self, id: &ThreadId) -> Thread {
+        Thread::at(id.clone(), self.threads_dir().join(id))
     }
 
     /// Ids of the thread directories (names that are valid ids and hold a `thread.json`).
-    pub fn thread_ids(&self) -> Result<Vec<String>> {
+    pub fn thread_ids(&self) -> Result<Vec<ThreadId>> {
         Ok(self.scan()?.0)
     }
 
     /// The thread directories, and what is wrong with entries that look like
     /// threads but cannot be used (a symbolic link where a directory should be).
-    fn scan(&self) -> Result<(Vec<String>, Vec<Error>)> {
+    fn scan(&self) -> Result<(Vec<ThreadId>, Vec<Error>)> {
         self.scan_matching(Keep::Where(&|_| true))
     }
 
     /// [`Store::scan`] of the names `keep` accepts (the others cost nothing
     /// but their directory entry).
-    fn scan_matching(&self, keep: Keep<'_>) -> Result<(Vec<String>, Vec<Error>)> {
+    fn scan_matching(&self, keep: Keep<'_>) -> Result<(Vec<ThreadId>, Vec<Error>)> {
         self.scan_dirs(keep, true)
     }
 
     /// The thread directories `keep` accepts; with `with_file`, only those
     /// holding a `thread.json` (a listing that reads each one anyway finds
     /// out by reading it, and asks nothing more of the file system).
-    fn scan_dirs(&self, keep: Keep<'_>, with_file: bool) -> Result<(Vec<String>, Vec<Error>)> {
+    fn scan_dirs(&self, keep: Keep<'_>, with_file: bool) -> Result<(Vec<ThreadId>, Vec<Error>)> {
         self.guard()?;
         let dir = self.threads_dir();
         if let Keep::Id(id) = keep {
@@ -210,9 +221,12 @@ impl Store {
             let Ok(name) = entry.file_name().into_string() else {
                 continue;
             };
-            if !keep.accepts(&name) || validate_thread_id(&name).is_err() {
+            if !keep.accepts(&name) {
                 continue;
             }
+            let Ok(id) = ThreadId::try_from(name) else {
+                continue;
+            };
             let path = entry.path();
             match entry.file_type() {
                 Ok(t) if t.is_symlink() => {
@@ -223,7 +237,7 @@ impl Store {
                 _ => continue,
             }
             if !with_file || std::fs::symlink_metadata(path.join(atsf::THREAD_FILE)).is_ok() {
-                ids.push(name);
+                ids.push(id);
             }
         }
         ids.sort();
@@ -232,11 +246,11 @@ impl Store {
 
     /// [`Store::scan_matching`] of one id, without listing the directory:
     /// the same checks on its one entry.
-    fn scan_one(&self, id: &str) -> (Vec<String>, Vec<Error>) {
-        if validate_thread_id(id).is_err() {
+    fn scan_one(&self, id: &str) -> (Vec<ThreadId>, Vec<Error>) {
+        let Ok(id) = ThreadId::parse(id) else {
             return (Vec::new(), Vec::new());
-        }
-        let path = self.threads_dir().join(id);
+        };
+        let path = self.threads_dir().join(&id);
         match std::fs::symlink_metadata(&path) {
             Ok(m) if m.file_type().is_symlink() => {
                 (Vec::new(), vec![crate::fsutil::symlink_error(&path)])
@@ -245,7 +259,7 @@ impl Store {
                 if m.is_dir()
                     && std::fs::symlink_metadata(path.join(atsf::THREAD_FILE)).is_ok() =>
             {
-                (vec![id.to_string()], Vec::new())
+                (vec![id], Vec::new())
             }
             _ => (Vec::new(), Vec::new()),
         }
@@ -255,7 +269,7 @@ impl Store {
     pub fn resolve(&self, query: &str) -> Result<Thread> {
         validate_thread_id(query)?;
         let ids = self.thread_ids()?;
-        match resolve_prefix(query, ids.iter().map(String::as_str))? {
+        match resolve_prefix(query, ids.iter().map(ThreadId::as_str))? {
             Some(id) => self.thread(id),
             None => Err(Error::ThreadNotFound {
                 query: query.to_string(),
@@ -438,6 +452,12 @@ pub const PRIVATE_DIR: &str = ".grove";
 /// beside the thread's files: never one of the thread's own files (a
 /// thread restored from its copy does not take it along).
 pub(crate) const CACHE_RECORD: &str = "cache.json";
+
+/// The line before what grove adds to a worktree's `.agent/.gitignore`: the
+/// files it wrote there, kept out of that worktree's `git status` (and only
+/// that worktree's: the repository-wide `info/exclude` would hide the main
+/// checkout's `.agent/config.json` from `git add`).
+pub(crate) const WORKTREE_IGNORE_MARK: &str = "# Added by grove: copies of the main checkout's files, kept out of this worktree's git status.";
 
 /// A `.gitignore` that ignores its whole directory, itself included.
 const IGNORE_ALL: &str = "# Created by grove: keeps this directory out of git status.\n*\n";

@@ -13,25 +13,19 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
 use super::reader::MessageReader;
 use super::tail::{self, TornTail};
 use crate::atsf::{self, Message, Stats, ThreadMeta};
 use crate::error::{Error, IoContext, Result};
 use crate::fsutil;
 
-/// Key under `metadata.grove` recording how many bytes of `messages.jsonl`
-/// the cached `stats` describe. An append that finds another length (a crash
-/// between the line and `thread.json`, or a writer that does not update
-/// stats) recounts instead of trusting the cache; a shorter one is refused.
-const STATS_LENGTH_KEY: &str = "statsLength";
+use super::ThreadId;
 
 /// A thread directory `<.agent>/threads/<id>/`. The directory's name is the
 /// thread's identity; `threadId` inside `thread.json` is checked against it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Thread {
-    id: String,
+    id: ThreadId,
     dir: PathBuf,
     /// No component below this directory may be a symbolic link: the
     /// project root for `<root>/.agent/threads/<id>`, the parent otherwise
@@ -97,7 +91,7 @@ pub struct Restored {
 impl Thread {
     /// A handle on `dir`, whose name is the thread id. Use [`super::Store::thread`]
     /// to get one from an id; this does not validate.
-    pub(crate) fn at(id: String, dir: PathBuf) -> Self {
+    pub(crate) fn at(id: ThreadId, dir: PathBuf) -> Self {
         let root = store_root(&dir)
             .or_else(|| dir.parent().map(Path::to_path_buf))
             .unwrap_or_default();
@@ -105,7 +99,7 @@ impl Thread {
     }
 
     /// The thread id (its directory's name).
-    pub fn id(&self) -> &str {
+    pub fn id(&self) -> &ThreadId {
         &self.id
     }
 
@@ -307,7 +301,7 @@ impl Thread {
 
     fn shrunk(&self, found: impl Into<String>, expected: String) -> Error {
         Error::LogShrunk {
-            id: self.id.clone(),
+            id: self.id.to_string(),
             path: self.messages_path(),
             found: found.into(),
             expected,
@@ -355,7 +349,7 @@ impl ThreadLock<'_> {
     pub fn check_version(&self, meta: &ThreadMeta, expected: Option<u64>) -> Result<()> {
         match expected {
             Some(e) if e != meta.version() => Err(Error::Conflict {
-                id: self.thread.id.clone(),
+                id: self.thread.id.to_string(),
                 expected: e,
                 found: meta.version(),
             }),
@@ -713,26 +707,11 @@ fn restore_files(from: &Path, to: &Path) -> Result<usize> {
 }
 
 pub(crate) fn recorded_length(meta: &ThreadMeta) -> Option<u64> {
-    meta.metadata
-        .as_ref()?
-        .get("grove")?
-        .get(STATS_LENGTH_KEY)?
-        .as_u64()
+    meta.grove().stats_length()
 }
 
 pub(crate) fn set_recorded_length(meta: &mut ThreadMeta, len: u64) {
-    let grove = meta
-        .metadata_mut()
-        .entry("grove")
-        .or_insert_with(|| Value::Object(Default::default()));
-    if !grove.is_object() {
-        // Someone else's value under our key: keep it, nested, rather than lose it.
-        let previous = std::mem::take(grove);
-        *grove = serde_json::json!({ "previous": previous });
-    }
-    if let Value::Object(map) = grove {
-        map.insert(STATS_LENGTH_KEY.to_string(), Value::from(len));
-    }
+    meta.grove_mut().set_stats_length(len);
 }
 
 /// Checks what grove writes against the spec, beyond what the types

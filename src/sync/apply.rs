@@ -34,7 +34,7 @@ pub(super) fn bring_in(repo: &Repo, here: Option<&Found>, remote: RemoteThread) 
     };
     follow(repo, &id, &commit)?;
     Ok(Pulled {
-        thread_id: id,
+        thread_id: id.to_string(),
         outcome,
         new_messages: new_messages as usize,
     })

@@ -8,8 +8,6 @@
 //! with the newer `updatedAt` wins and the other value is recorded under
 //! `metadata.grove.syncConflicts`.
 
-use std::collections::BTreeMap;
-
 use serde_json::{Map, Value};
 
 /// The merged `thread.json`, with `stats` (recounted from the merged log
@@ -155,24 +153,7 @@ fn record_conflicts(map: &mut Map<String, Value>, conflicts: Vec<(String, Value)
     let Value::Object(metadata) = metadata else {
         return;
     };
-    let grove = metadata
-        .entry("grove")
-        .or_insert_with(|| Value::Object(Map::new()));
-    let Value::Object(grove) = grove else {
-        return;
-    };
-    let mut recorded: BTreeMap<String, Value> = grove
-        .get("syncConflicts")
-        .and_then(Value::as_object)
-        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-        .unwrap_or_default();
-    for (field, dropped) in conflicts {
-        recorded.insert(field, dropped);
-    }
-    grove.insert(
-        "syncConflicts".into(),
-        Value::Object(recorded.into_iter().collect()),
-    );
+    crate::atsf::grove::ThreadSectionMut::of(metadata).add_sync_conflicts(conflicts);
 }
 
 #[cfg(test)]

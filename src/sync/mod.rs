@@ -129,13 +129,7 @@ pub fn remote_for(repo: &Repo, dir: &Path, name: Option<&str>) -> Result<String>
 /// `metadata.grove.share` is `false`, or it carries a tag of
 /// `excluded_tags` (the user's `push-exclude-tags`).
 pub fn kept_home(found: &Found, excluded_tags: &[String]) -> Option<String> {
-    let share = found
-        .meta
-        .metadata
-        .as_ref()
-        .and_then(|m| m.get("grove"))
-        .and_then(|g| g.get("share"));
-    if share.and_then(serde_json::Value::as_bool) == Some(false) {
+    if found.meta.grove().share() == Some(false) {
         return Some("metadata.grove.share is false".into());
     }
     let tags = found.meta.tags();
@@ -175,7 +169,7 @@ pub fn push(
         }
         match commit_thread(repo, &identity, found, policy, None) {
             Ok(c) => pending.push((found.clone(), c)),
-            Err(e @ Error::Refused(_)) => report.skipped.push(Skipped {
+            Err(e @ (Error::Refused(_) | Error::Hinted(_))) => report.skipped.push(Skipped {
                 thread_id: id,
                 reason: e.to_string(),
                 kept_home: false,
@@ -229,10 +223,10 @@ pub fn pull(project: &crate::project::Project, repo: &Repo, remote: &str) -> Res
     let remote_refs = refs_under(repo, &tracking)?;
     let here = threads_here(project, &remote_refs)?;
     for (id, commit) in remote_refs {
-        let result = crate::store::validate_thread_id(&id).and_then(|()| {
+        let result = crate::store::ThreadId::parse(&id).and_then(|thread_id| {
             let files = read_remote(repo, &commit)?;
             let remote_thread = RemoteThread {
-                id: id.clone(),
+                id: thread_id,
                 commit,
                 files,
             };
@@ -275,7 +269,7 @@ fn threads_here(
 /// A thread as the remote has it.
 #[derive(Debug)]
 pub struct RemoteThread {
-    pub id: String,
+    pub id: crate::store::ThreadId,
     pub commit: String,
     pub files: ThreadFiles,
 }
@@ -410,7 +404,7 @@ fn fetch_one(repo: &Repo, remote: &str, id: &str) -> Result<RemoteThread> {
         .ok_or_else(|| Error::Git(format!("the remote has no thread {id}")))?;
     let files = read_remote(repo, &commit)?;
     Ok(RemoteThread {
-        id: id.to_string(),
+        id: crate::store::ThreadId::parse(id)?,
         commit,
         files,
     })

@@ -1,11 +1,13 @@
 //! Keeping grove's own files out of `git status`.
 //!
-//! grove writes, inside a worktree, copies of `.agent/config.json` and
-//! `.agent/.gitignore` and the symlinks of `worktreeHooks`. None of that is
-//! the user's work, so grove lists those paths in the repository's
-//! `info/exclude` (shared by all its worktrees), inside a block it manages.
-//! (Threads are kept out by a `.gitignore` in the worktree's
-//! `.agent/threads/`, which covers every thread whoever wrote it.)
+//! grove writes, inside a worktree, the symlinks and copies of
+//! `worktreeHooks`. None of that is the user's work, so grove lists those
+//! paths in the repository's `info/exclude` (shared by all its worktrees),
+//! inside a block it manages. (Threads are kept out by a `.gitignore` in the
+//! worktree's `.agent/threads/`, which covers every thread whoever wrote it,
+//! and the copies of `.agent/config.json` and `.gitignore` by the worktree's
+//! own `.agent/.gitignore`: an `info/exclude` entry would hide the main
+//! checkout's config from `git add`.)
 //!
 //! The file is shared by every worktree and every grove process, so each
 //! change is made under a lock file beside it, and every entry is escaped to

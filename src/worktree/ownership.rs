@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::store::ThreadId;
 
 /// The branch grove made for a task.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,14 +36,18 @@ pub fn dir(main_root: &Path) -> Result<PathBuf> {
         .join(crate::home::repo_key(main_root)))
 }
 
-fn record_path(main_root: &Path, thread_id: &str) -> Result<PathBuf> {
-    crate::store::validate_thread_id(thread_id)?;
+fn record_path(main_root: &Path, thread_id: &ThreadId) -> Result<PathBuf> {
     Ok(dir(main_root)?.join(format!("{thread_id}.json")))
 }
 
 /// Records that grove made `branch` at `base_commit` for task `thread_id`
 /// of the repository at `main_root`.
-pub fn record(main_root: &Path, thread_id: &str, branch: &str, base_commit: &str) -> Result<()> {
+pub fn record(
+    main_root: &Path,
+    thread_id: &ThreadId,
+    branch: &str,
+    base_commit: &str,
+) -> Result<()> {
     let path = record_path(main_root, thread_id)?;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
@@ -58,13 +63,13 @@ pub fn record(main_root: &Path, thread_id: &str, branch: &str, base_commit: &str
 
 /// The branch grove made for task `thread_id` on this machine, if it made
 /// one (a record that cannot be read counts as none: the branch is kept).
-pub fn made_branch(main_root: &Path, thread_id: &str) -> Option<MadeBranch> {
+pub fn made_branch(main_root: &Path, thread_id: &ThreadId) -> Option<MadeBranch> {
     let bytes = crate::fsutil::read_opt(&record_path(main_root, thread_id).ok()?).ok()??;
     serde_json::from_slice(&bytes).ok()
 }
 
 /// Forgets the branch of task `thread_id` (it was deleted).
-pub fn forget(main_root: &Path, thread_id: &str) -> Result<()> {
+pub fn forget(main_root: &Path, thread_id: &ThreadId) -> Result<()> {
     let path = record_path(main_root, thread_id)?;
     match std::fs::remove_file(&path) {
         Ok(()) => Ok(()),

@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::git::cmd::Running;
 use crate::intent::{self, Action};
 use crate::store::Store;
+use crate::store::ThreadId;
 
 /// How to remove.
 #[derive(Debug, Clone, Copy, Default)]
@@ -54,7 +55,7 @@ pub struct Removed {
     /// Where the thread is kept now (`null` with --purge).
     pub cached_at: Option<PathBuf>,
     /// Every thread that lived in the worktree (the one asked for included).
-    pub threads: Vec<String>,
+    pub threads: Vec<ThreadId>,
     /// The outcomes of `preRemoveCommands`.
     pub teardown: Vec<crate::setup::HookOutcome>,
     /// The processes ended (`--reap`), or left running (`--force`).
@@ -311,7 +312,7 @@ fn recorded_branch(repo: &Repo, found: &Found) -> Option<(PathBuf, super::owners
 /// worktree, records the intent, `git worktree remove`, then deletes the
 /// branch grove created when that is safe.
 pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Removed> {
-    let id = found.thread.id().to_string();
+    let id = found.thread.id().clone();
     let wt = refuse_early(found, options)?;
     let threads = threads_in(&wt, &id);
     let teardown_commands = super::teardown::commands(repo);
@@ -367,7 +368,7 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
     // is gone is taken back at the next allocation anyway).
     let _ = crate::ports::release(&id);
     Ok(Removed {
-        thread_id: id.clone(),
+        thread_id: id.to_string(),
         worktree_path: wt,
         branch: made.map(|r| r.branch),
         branch_deleted,
@@ -393,7 +394,7 @@ fn checked_and_saved(
     repo: &Repo,
     found: &Found,
     wt: &Path,
-    threads: &[String],
+    threads: &[ThreadId],
     options: RemoveOptions,
     early: bool,
 ) -> Result<(
@@ -452,15 +453,15 @@ fn checks<T: Send>(
     repo: &Repo,
     found: &Found,
     wt: &Path,
-    threads: &[String],
+    threads: &[ThreadId],
     options: RemoveOptions,
     alongside: impl FnOnce() -> T + Send,
 ) -> (Result<()>, T) {
     if options.purge && threads.len() > 1 && !options.force {
         return (
-            Err(Error::Refused(format!(
-                "{} holds {} threads, and --purge would delete every one: {}. Pass --force to \
-                 drop them all, or leave out --purge to keep them in grove's cache",
+            Err(Error::hinted(format!(
+                "{} holds {} threads, and {{purge}} would delete every one: {}. Pass {{force}} to \
+                 drop them all, or leave out {{purge}} to keep them in grove's cache",
                 wt.display(),
                 threads.len(),
                 threads.join(", ")
@@ -476,8 +477,8 @@ fn checks<T: Send>(
         if reasons.is_empty() {
             return Ok(());
         }
-        Err(Error::Refused(format!(
-            "not removing {}: {}. Commit and push (or merge) the work, or pass --force",
+        Err(Error::hinted(format!(
+            "not removing {}: {}. Commit and push (or merge) the work, or pass {{force}}",
             wt.display(),
             reasons.join("; ")
         )))
@@ -502,8 +503,8 @@ fn forget_old_excludes(repo: &Repo, id: &str) -> Result<()> {
 /// `--purge`) dropped.
 fn settle_cache(
     found: &Found,
-    id: &str,
-    threads: &[String],
+    id: &ThreadId,
+    threads: &[ThreadId],
     cached: &[PathBuf],
     options: RemoveOptions,
 ) -> Result<()> {
@@ -552,8 +553,8 @@ fn processes_gone(
     if options.force {
         return Ok(holders);
     }
-    Err(Error::Refused(format!(
-        "not removing {}: {} process(es) still at work in it: {list}. Stop them, pass --reap to end them (SIGTERM, then SIGKILL), or --force to remove it under them",
+    Err(Error::hinted(format!(
+        "not removing {}: {} process(es) still at work in it: {list}. Stop them, pass {{reap}} to end them (SIGTERM, then SIGKILL), or {{force}} to remove it under them",
         wt.display(),
         holders.len()
     )))
@@ -632,8 +633,12 @@ fn refuse_early(found: &Found, options: RemoveOptions) -> Result<PathBuf> {
 
 /// The ids of every thread directory in the worktree's `.agent/threads/`
 /// (readable or not), the one asked for first.
-fn threads_in(wt: &Path, id: &str) -> Vec<String> {
-    let mut ids = Store::for_project(wt).thread_dir_names();
+fn threads_in(wt: &Path, id: &str) -> Vec<ThreadId> {
+    let mut ids: Vec<ThreadId> = Store::for_project(wt)
+        .thread_dir_names()
+        .into_iter()
+        .filter_map(|name| ThreadId::try_from(name).ok())
+        .collect();
     if let Some(pos) = ids.iter().position(|t| t == id) {
         let own = ids.remove(pos);
         ids.insert(0, own);
@@ -644,7 +649,7 @@ fn threads_in(wt: &Path, id: &str) -> Vec<String> {
 /// Saves every thread of the worktree (and the one asked for, when it was
 /// found in the cache) with the state `removing`; returns their cache
 /// directories. A thread that cannot be saved stops the removal.
-fn save_threads(found: &Found, wt: &Path, threads: &[String]) -> Result<Vec<PathBuf>> {
+fn save_threads(found: &Found, wt: &Path, threads: &[ThreadId]) -> Result<Vec<PathBuf>> {
     let record = CacheRecord {
         repo_root: found.repo_root.to_string_lossy().into_owned(),
         worktree_path: wt.to_string_lossy().into_owned(),
@@ -793,9 +798,12 @@ fn branch_plan(
     };
     let integrated = made.base_commit == tip || repo.integration(&tip)?.is_some();
     if !integrated && !options.force {
-        return Ok(kept(format!(
-            "{branch} is not merged into the default branch; `grove rm --force` or `git branch -D {branch}` deletes it"
-        )));
+        return Ok(kept(
+            crate::error::Hinted::new(format!(
+                "{branch} is not merged into the default branch; `{{remove-force}}` or `git branch -D {branch}` deletes it"
+            ))
+            .to_string(),
+        ));
     }
     Ok(BranchPlan {
         delete: Some(branch),

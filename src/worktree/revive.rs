@@ -6,8 +6,6 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
 use super::Repo;
 use super::create::{CreatedTask, MakeThread, NewTask, create_with};
 use crate::atsf::{self, ThreadMeta};
@@ -54,9 +52,9 @@ fn forget_old_entry(repo: &Repo, found: &Found) -> Result<()> {
     };
     let reasons = super::unsafe_reasons(repo, found)?;
     if !reasons.is_empty() {
-        return Err(Error::Refused(format!(
+        return Err(Error::hinted(format!(
             "git still keeps the old worktree {} of thread {}, and it holds work saved nowhere else: {}; \
-             save it, or `grove rm --force {}` drops it, then try again",
+             save it, or `{{remove-force}} {}` drops it, then try again",
             old.display(),
             found.meta.thread_id,
             reasons.join("; "),
@@ -164,27 +162,13 @@ impl MakeThread for Revive {
             meta.context.worktree = fresh.context.worktree.clone();
             meta.context.git_branch = fresh.context.git_branch.clone();
             meta.context.git_commit = fresh.context.git_commit.clone();
-            let made = fresh
-                .metadata
-                .as_ref()
-                .and_then(|m| m.get("grove")?.as_object().cloned())
-                .unwrap_or_default();
-            let grove = meta
-                .metadata_mut()
-                .entry("grove")
-                .or_insert_with(|| Value::Object(Default::default()));
-            if !grove.is_object() {
-                *grove = Value::Object(Default::default());
-            }
-            if let Value::Object(grove) = grove {
-                // `createdBranch` says whether this revival made the branch;
-                // what `rm` may delete is this machine's own record
-                // (`ownership`), never this field.
-                for (k, v) in made {
-                    grove.insert(k, v);
-                }
-                grove.insert("revivedAt".into(), Value::from(atsf::now_timestamp()));
-            }
+            // `createdBranch` says whether this revival made the branch;
+            // what `rm` may delete is this machine's own record
+            // (`ownership`), never this field.
+            let made = fresh.grove().fields();
+            let mut grove = meta.grove_mut();
+            grove.take_fields(made);
+            grove.set_revived_at(&atsf::now_timestamp());
         })?;
         Ok(thread)
     }

@@ -7,8 +7,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
-use serde_json::Value;
-
 use crate::atsf::WorktreeHooks;
 use crate::setup::{HookKind, HookOutcome, HookStatus};
 use crate::store::Thread;
@@ -83,11 +81,7 @@ pub fn ports(
         .map_err(|e| e.to_string())
         .and_then(|ports| {
             thread
-                .update_meta(|m| {
-                    if let Some(Value::Object(g)) = m.metadata_mut().get_mut("grove") {
-                        g.insert("ports".into(), serde_json::json!(ports));
-                    }
-                })
+                .update_meta(|m| m.grove_mut().set_ports(&ports))
                 .map(|_| ports)
                 .map_err(|e| format!("the ports were not recorded: {e}"))
         });

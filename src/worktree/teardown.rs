@@ -44,8 +44,8 @@ pub fn run(
         .zip(commands)
         .find(|(o, c)| o.is_failure() && !c.continue_on_error.unwrap_or(false));
     if let (Some((failed, _)), false) = (stop, force) {
-        return Err(Error::Refused(format!(
-            "not removing {}: its teardown command {:?} failed ({}){}; fix it, or pass --force to remove anyway",
+        return Err(Error::hinted(format!(
+            "not removing {}: its teardown command {:?} failed ({}){}; fix it, or pass {{force}} to remove anyway",
             wt.display(),
             failed.label,
             failed.reason.as_deref().unwrap_or("failed"),
@@ -137,13 +137,7 @@ fn run_commands(
 /// the removal does not depend on it).
 fn record(found: &Found, outcomes: &[HookOutcome]) {
     let value = serde_json::to_value(outcomes).unwrap_or(Value::Null);
-    let _ = found.thread.update_meta(|m| {
-        let grove = m
-            .metadata_mut()
-            .entry("grove")
-            .or_insert_with(|| Value::Object(Default::default()));
-        if let Value::Object(g) = grove {
-            g.insert("teardown".into(), value.clone());
-        }
-    });
+    let _ = found
+        .thread
+        .update_meta(|m| m.grove_mut().set_teardown(value.clone()));
 }

@@ -128,7 +128,7 @@ fn subcommands_defined_when_they_run_still_explain_themselves() {
     let wrong = fails_with(sb.grove(&dir).args(["rm", "--keep-brnch", "x"]), 2);
     assert!(wrong.contains("Usage: grove rm "), "{wrong}");
     assert!(wrong.contains("--keep-branch"), "a suggestion in {wrong}");
-    let missing = fails_with(sb.grove(&dir).args(["-q", "rm"]), 2);
+    let missing = fails_with(sb.grove(&dir).args(["-q", "delete"]), 2);
     assert!(missing.contains("<THREAD>"), "{missing}");
 }
 

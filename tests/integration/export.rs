@@ -88,6 +88,7 @@ fn which(name: &str) -> Option<PathBuf> {
 }
 
 #[test]
+#[cfg_attr(skip_browser, ignore = "GROVE_SKIP_BROWSER=1: needs chromium")]
 fn html_export_renders_every_message_in_a_headless_browser() {
     let browser = chromium();
     if !needs(

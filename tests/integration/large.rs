@@ -90,6 +90,7 @@ fn has_lfs() -> bool {
 }
 
 #[test]
+#[cfg_attr(skip_lfs, ignore = "GROVE_SKIP_LFS=1: needs git-lfs")]
 fn no_lfs_checks_lfs_files_out_as_pointers() {
     if !needs(
         "git-lfs",

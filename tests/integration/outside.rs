@@ -113,8 +113,9 @@ fn trusting_an_agent_shows_its_resume_command_too() {
     );
 }
 
-#[test]
-fn grove_env_checks_names_and_quotes_values_for_the_shell() {
+/// A task whose `env` value holds what a shell would run if it were not
+/// quoted: the sandbox, the repository and the task's id.
+fn task_with_a_hostile_env_value() -> (Sandbox, PathBuf, String) {
     let sb = Sandbox::new();
     let repo = sb.repo("app");
     write_config(
@@ -124,42 +125,54 @@ fn grove_env_checks_names_and_quotes_values_for_the_shell() {
         }, "ports": 1}}),
     );
     let task = new_task(&sb, &repo, &["T"]);
-    let id = task["threadId"].as_str().unwrap();
-    // What eval runs sets the value as it is, and nothing else.
-    for (shell, flag) in [
-        ("sh", "sh"),
-        ("bash", "bash"),
-        ("zsh", "zsh"),
-        ("fish", "fish"),
-    ] {
-        if !needs(
+    let id = task["threadId"].as_str().unwrap().to_string();
+    (sb, repo, id)
+}
+
+/// What eval runs in `shell` (with `grove env --shell flag`) sets the value
+/// as it is, and nothing else.
+fn env_read_back_exactly(sb: &Sandbox, repo: &Path, id: &str, shell: &str, flag: &str) {
+    let lines = ok(sb.grove(repo).args(["env", id, "--shell", flag]));
+    let script = if shell == "fish" {
+        format!("eval {}\necho \"$API_URL\"\n", fish_word(&lines))
+    } else {
+        format!("eval {}\necho \"$API_URL\"\n", posix_word(&lines))
+    };
+    let out = std::process::Command::new(shell)
+        .args(["-c", &script])
+        .current_dir(sb.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("/$(touch PWNED)'`x`"),
+        "{shell}: {lines} -> {said} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!sb.path().join("PWNED").exists(), "{shell} ran the value");
+}
+
+#[test]
+#[cfg_attr(skip_shells, ignore = "GROVE_SKIP_SHELLS=1: needs bash, zsh and fish")]
+fn grove_env_values_read_back_exactly_in_bash_zsh_and_fish() {
+    let (sb, repo, id) = task_with_a_hostile_env_value();
+    for shell in ["bash", "zsh", "fish"] {
+        if needs(
             shell,
             which(shell),
             "GROVE_SKIP_SHELLS",
             &format!("apt-get install {shell}"),
         ) {
-            continue;
+            env_read_back_exactly(&sb, &repo, &id, shell, shell);
         }
-        let lines = ok(sb.grove(&repo).args(["env", id, "--shell", flag]));
-        let script = format!("eval {}\necho \"$API_URL\"\n", posix_word(&lines));
-        let script = if shell == "fish" {
-            format!("eval {}\necho \"$API_URL\"\n", fish_word(&lines))
-        } else {
-            script
-        };
-        let out = std::process::Command::new(shell)
-            .args(["-c", &script])
-            .current_dir(sb.path())
-            .output()
-            .unwrap();
-        let said = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            said.contains("/$(touch PWNED)'`x`"),
-            "{shell}: {lines} -> {said} {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(!sb.path().join("PWNED").exists(), "{shell} ran the value");
     }
+}
+
+#[test]
+fn grove_env_checks_names_and_quotes_values_for_the_shell() {
+    let (sb, repo, id) = task_with_a_hostile_env_value();
+    let id = id.as_str();
+    env_read_back_exactly(&sb, &repo, id, "sh", "sh");
     // A key that is not a variable name is an error naming it.
     write_config(
         &repo,

@@ -125,3 +125,44 @@ fn twelve_parallel_tasks_get_distinct_free_ports_an_env_file_and_give_them_back(
         assert!(!now.contains(&format!("\"{p}\"")), "{p} given back: {now}");
     }
 }
+
+/// The README's example of `{port1}` vs `{port2}`, as written there: each
+/// placeholder is the task's port of that number, `{port}` the first; one
+/// past `ports` is left as it is.
+#[test]
+fn the_readme_port_example_fills_port1_and_port2_with_the_task_s_two_ports() {
+    let readme =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+            .unwrap();
+    let example = readme
+        .split("```json\n")
+        .skip(1)
+        .map(|b| b.split_once("```").unwrap().0)
+        .find(|b| b.contains("{port2}"))
+        .expect("the README has an example with {port2}");
+    let example: String = example.lines().map(str::trim).collect();
+    let mut config: serde_json::Value = serde_json::from_str(&example).unwrap();
+    config["worktreeHooks"]["env"]["EXTRA"] = json!("{port3}");
+
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    write_config(&repo, config);
+    let task = new_task(&sb, &repo, &["web and db"]);
+    let ports = ports_of(&task);
+    assert_eq!(ports.len(), 2);
+    let wt = PathBuf::from(task["worktreePath"].as_str().unwrap());
+    let env = std::fs::read_to_string(wt.join(".env.local")).unwrap();
+    for line in [
+        format!("PORT={}", ports[0]),
+        format!("DATABASE_URL=postgres://localhost:{}/app", ports[1]),
+        format!("APP_URL=http://localhost:{}/", ports[0]),
+        "EXTRA=\"{port3}\"".to_string(),
+    ] {
+        assert!(env.lines().any(|l| l == line), "{line} in {env}");
+    }
+    let id = task["threadId"].as_str().unwrap();
+    let v = json(&ok(sb.grove(&repo).args(["env", id, "--json"])));
+    assert_eq!(v["GROVE_PORT"], ports[0].to_string());
+    assert_eq!(v["GROVE_PORT_1"], ports[0].to_string());
+    assert_eq!(v["GROVE_PORT_2"], ports[1].to_string());
+}

@@ -292,6 +292,10 @@ pub(crate) fn items<'a>(request: &'a Value, kind: &str) -> Vec<&'a Value> {
 }
 
 #[test]
+#[cfg_attr(
+    skip_real_agents,
+    ignore = "GROVE_SKIP_REAL_AGENTS=1: needs the real agents of tests/real-agents"
+)]
 fn claude_headless_through_grove_its_turn_lands_in_the_thread_once_in_order() {
     let sb = Sandbox::new();
     if !sb.install_real_agents() {
@@ -415,6 +419,10 @@ fn claude_headless_through_grove_its_turn_lands_in_the_thread_once_in_order() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_real_agents,
+    ignore = "GROVE_SKIP_REAL_AGENTS=1: needs the real agents of tests/real-agents"
+)]
 fn codex_exec_through_grove_its_turn_lands_in_the_thread_once_in_order() {
     let sb = Sandbox::new();
     if !sb.install_real_agents() {
@@ -545,6 +553,10 @@ fn codex_exec_through_grove_its_turn_lands_in_the_thread_once_in_order() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_real_agents,
+    ignore = "GROVE_SKIP_REAL_AGENTS=1: needs the real agents of tests/real-agents"
+)]
 fn claude_a_failing_tool_runs_grove_s_post_tool_use_failure_hook() {
     let sb = Sandbox::new();
     if !sb.install_real_agents() {
@@ -573,6 +585,10 @@ pub(crate) fn trusted_project(repo: &Path) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    skip_real_agents,
+    ignore = "GROVE_SKIP_REAL_AGENTS=1: needs the real agents of tests/real-agents"
+)]
 fn codex_trusted_its_turn_is_captured_live_by_grove_s_hooks() {
     let sb = Sandbox::new();
     if !sb.install_real_agents() {
@@ -677,6 +693,10 @@ pub(crate) fn task(sb: &Sandbox, repo: &Path, agent: &str) -> (PathBuf, String) 
 }
 
 #[test]
+#[cfg_attr(
+    skip_real_agents,
+    ignore = "GROVE_SKIP_REAL_AGENTS=1: needs the real agents of tests/real-agents"
+)]
 fn claude_run_by_hand_after_capture_install_lands_in_the_thread_as_it_goes() {
     let sb = Sandbox::new();
     if !sb.install_real_agents() {
@@ -714,6 +734,10 @@ fn claude_run_by_hand_after_capture_install_lands_in_the_thread_as_it_goes() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_real_agents,
+    ignore = "GROVE_SKIP_REAL_AGENTS=1: needs the real agents of tests/real-agents"
+)]
 fn codex_run_by_hand_is_adopted_by_capture_sync() {
     let sb = Sandbox::new();
     if !sb.install_real_agents() {
@@ -753,6 +777,10 @@ fn codex_run_by_hand_is_adopted_by_capture_sync() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_real_agents,
+    ignore = "GROVE_SKIP_REAL_AGENTS=1: needs the real agents of tests/real-agents"
+)]
 fn codex_run_by_hand_is_adopted_at_list_and_show() {
     let sb = Sandbox::new();
     if !sb.install_real_agents() {
@@ -773,6 +801,10 @@ fn codex_run_by_hand_is_adopted_at_list_and_show() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_real_agents,
+    ignore = "GROVE_SKIP_REAL_AGENTS=1: needs the real agents of tests/real-agents"
+)]
 fn claude_launched_again_after_a_launch_that_failed_before_it_wrote_anything_gets_the_prompt() {
     let sb = Sandbox::new();
     if !sb.install_real_agents() {
@@ -999,6 +1031,10 @@ pub(crate) fn two_turns() -> Vec<Turn> {
 }
 
 #[test]
+#[cfg_attr(
+    skip_real_agents,
+    ignore = "GROVE_SKIP_REAL_AGENTS=1: needs the real agents of tests/real-agents"
+)]
 fn claude_run_by_hand_is_adopted_at_show_and_list() {
     let sb = Sandbox::new();
     if !sb.install_real_agents() {
@@ -1027,6 +1063,10 @@ fn claude_run_by_hand_is_adopted_at_show_and_list() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_real_agents,
+    ignore = "GROVE_SKIP_REAL_AGENTS=1: needs the real agents of tests/real-agents"
+)]
 fn claude_run_by_hand_is_in_the_session_grove_resume_writes_in_order() {
     let sb = Sandbox::new();
     if !sb.install_real_agents() {
@@ -1166,6 +1206,10 @@ pub(crate) fn assert_codex_session(written: &[Value], turns: usize) {
 }
 
 #[test]
+#[cfg_attr(
+    skip_real_agents,
+    ignore = "GROVE_SKIP_REAL_AGENTS=1: needs the real agents of tests/real-agents"
+)]
 fn codex_exec_thread_resumed_in_codex_keeps_the_rollout_s_shapes_and_goes_on() {
     let sb = Sandbox::new();
     if !sb.install_real_agents() {
@@ -1231,6 +1275,10 @@ fn codex_exec_thread_resumed_in_codex_keeps_the_rollout_s_shapes_and_goes_on() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_real_agents,
+    ignore = "GROVE_SKIP_REAL_AGENTS=1: needs the real agents of tests/real-agents"
+)]
 fn claude_thread_resumed_in_codex_goes_on_with_the_earlier_turn() {
     let sb = Sandbox::new();
     if !sb.install_real_agents() {
@@ -1303,6 +1351,10 @@ fn codex_exec_rollout(sb: &Sandbox) -> (PathBuf, Vec<Value>) {
 }
 
 #[test]
+#[cfg_attr(
+    skip_real_agents,
+    ignore = "GROVE_SKIP_REAL_AGENTS=1: needs the real agents of tests/real-agents"
+)]
 fn codex_rollout_read_while_a_reply_waits_for_its_usage_counts_it_once_read_again() {
     let sb = Sandbox::new();
     if !sb.install_real_agents() {
@@ -1351,6 +1403,10 @@ fn codex_rollout_read_while_a_reply_waits_for_its_usage_counts_it_once_read_agai
 }
 
 #[test]
+#[cfg_attr(
+    skip_real_agents,
+    ignore = "GROVE_SKIP_REAL_AGENTS=1: needs the real agents of tests/real-agents"
+)]
 fn codex_rollout_read_line_by_line_as_codex_writes_it_counts_every_response_s_usage_once() {
     let sb = Sandbox::new();
     if !sb.install_real_agents() {
@@ -1691,6 +1747,10 @@ pub(crate) fn assert_within_a_second(seen: &[Seen], n: usize, transcripts: &Path
 }
 
 #[test]
+#[cfg_attr(
+    skip_real_agents,
+    ignore = "GROVE_SKIP_REAL_AGENTS=1: needs the real agents of tests/real-agents"
+)]
 fn claude_each_record_reaches_the_thread_within_a_second_before_any_later_hook() {
     let sb = std::sync::Arc::new(Sandbox::new());
     if !sb.install_real_agents() {
@@ -1731,6 +1791,10 @@ fn claude_each_record_reaches_the_thread_within_a_second_before_any_later_hook()
 }
 
 #[test]
+#[cfg_attr(
+    skip_real_agents,
+    ignore = "GROVE_SKIP_REAL_AGENTS=1: needs the real agents of tests/real-agents"
+)]
 fn codex_each_record_reaches_the_thread_within_a_second_before_any_later_hook() {
     let sb = std::sync::Arc::new(Sandbox::new());
     if !sb.install_real_agents() {
@@ -1826,6 +1890,10 @@ fn codex_hooks_list(sb: &Sandbox, cwd: &Path) -> Vec<Value> {
 }
 
 #[test]
+#[cfg_attr(
+    skip_real_agents,
+    ignore = "GROVE_SKIP_REAL_AGENTS=1: needs the real agents of tests/real-agents"
+)]
 fn codex_itself_reports_every_hook_of_grove_s_trusted_after_install_trust_agent() {
     let sb = Sandbox::new();
     if !sb.install_real_agents() {

@@ -242,6 +242,10 @@ pub(super) fn opencode_counts(db: &Path, only: Option<&[String]>) -> (Counts, us
 }
 
 #[test]
+#[cfg_attr(
+    skip_real_agents,
+    ignore = "GROVE_SKIP_REAL_AGENTS=1: needs the real agents of tests/real-agents"
+)]
 fn gemini_cli_as_it_really_writes_imports_whole() {
     let Some(gemini) = real_program("gemini") else {
         return;
@@ -322,6 +326,10 @@ fn gemini_cli_as_it_really_writes_imports_whole() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_real_agents,
+    ignore = "GROVE_SKIP_REAL_AGENTS=1: needs the real agents of tests/real-agents"
+)]
 fn opencode_as_it_really_writes_imports_whole() {
     let Some(opencode) = real_program("opencode") else {
         return;

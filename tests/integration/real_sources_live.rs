@@ -469,6 +469,10 @@ impl Follow {
 }
 
 #[test]
+#[cfg_attr(
+    skip_real_agents,
+    ignore = "GROVE_SKIP_REAL_AGENTS=1: needs the real agents of tests/real-agents"
+)]
 fn gemini_run_by_hand_is_captured_by_grove_s_hooks_each_record_within_a_second() {
     let sb = Arc::new(Sandbox::new());
     let Some(ag) = agents(&sb) else {
@@ -559,6 +563,10 @@ fn gemini_run_by_hand_is_captured_by_grove_s_hooks_each_record_within_a_second()
 }
 
 #[test]
+#[cfg_attr(
+    skip_real_agents,
+    ignore = "GROVE_SKIP_REAL_AGENTS=1: needs the real agents of tests/real-agents"
+)]
 fn opencode_run_by_hand_is_captured_by_grove_s_plugin_each_record_within_a_second() {
     let sb = Arc::new(Sandbox::new());
     let Some(ag) = agents(&sb) else {
@@ -773,6 +781,10 @@ fn turns(thread_dir: &Path) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    skip_real_agents,
+    ignore = "GROVE_SKIP_REAL_AGENTS=1: needs the real agents of tests/real-agents"
+)]
 fn gemini_and_opencode_launched_and_resumed_through_grove_in_their_own_sessions_and_each_other_s() {
     let sb = Arc::new(Sandbox::new());
     if agents(&sb).is_none() {

@@ -195,6 +195,10 @@ fn tui_ready(sb: &Sandbox) -> bool {
 }
 
 #[test]
+#[cfg_attr(
+    skip_real_agents,
+    ignore = "GROVE_SKIP_REAL_AGENTS=1: needs the real agents of tests/real-agents"
+)]
 fn codex_tui_takes_the_sessions_grove_writes_back_with_every_turn_complete() {
     let sb = Sandbox::new();
     if !sb.install_real_agents()
@@ -562,6 +566,10 @@ fn assert_turn_captured(
 }
 
 #[test]
+#[cfg_attr(
+    skip_real_agents,
+    ignore = "GROVE_SKIP_REAL_AGENTS=1: needs the real agents of tests/real-agents"
+)]
 fn claude_tui_launched_by_grove_new_is_captured_as_it_goes_ends_with_it_and_resumes() {
     let sb = Arc::new(Sandbox::new());
     if !tui_ready(&sb) {
@@ -652,6 +660,10 @@ fn claude_tui_launched_by_grove_new_is_captured_as_it_goes_ends_with_it_and_resu
 }
 
 #[test]
+#[cfg_attr(
+    skip_real_agents,
+    ignore = "GROVE_SKIP_REAL_AGENTS=1: needs the real agents of tests/real-agents"
+)]
 fn claude_tui_started_by_hand_after_capture_install_is_captured_as_it_goes() {
     let sb = Arc::new(Sandbox::new());
     if !tui_ready(&sb) {
@@ -718,6 +730,10 @@ fn stop_codex_daemon(sb: &Sandbox) {
 }
 
 #[test]
+#[cfg_attr(
+    skip_real_agents,
+    ignore = "GROVE_SKIP_REAL_AGENTS=1: needs the real agents of tests/real-agents"
+)]
 fn codex_tui_launched_by_grove_runs_on_in_its_daemon_after_it_quits_until_the_session_ends() {
     let sb = Arc::new(Sandbox::new());
     if !tui_ready(&sb) {
@@ -833,6 +849,10 @@ fn codex_tui_launched_by_grove_runs_on_in_its_daemon_after_it_quits_until_the_se
 }
 
 #[test]
+#[cfg_attr(
+    skip_real_agents,
+    ignore = "GROVE_SKIP_REAL_AGENTS=1: needs the real agents of tests/real-agents"
+)]
 fn codex_tui_started_by_hand_after_capture_install_is_captured_as_it_goes() {
     let sb = Arc::new(Sandbox::new());
     if !tui_ready(&sb) {

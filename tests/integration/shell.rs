@@ -50,6 +50,7 @@ fn in_shell(sb: &Sandbox, sh: &str, dir: &Path, script: &str) -> String {
 }
 
 #[test]
+#[cfg_attr(skip_shells, ignore = "GROVE_SKIP_SHELLS=1: needs bash, zsh and fish")]
 fn completions_offer_subcommands_flags_and_thread_ids_in_bash_zsh_and_fish() {
     let sb = Sandbox::new();
     let repo = sb.repo("app");
@@ -139,7 +140,8 @@ fn manual_pages_come_from_the_same_definitions() {
 }
 
 #[test]
-fn shell_init_leaves_bash_zsh_and_fish_in_the_worktree_and_switch_revives_a_removed_task() {
+#[cfg_attr(skip_shells, ignore = "GROVE_SKIP_SHELLS=1: needs bash, zsh and fish")]
+fn shell_init_leaves_bash_zsh_and_fish_in_the_worktree() {
     let sb = Sandbox::new();
     let repo = sb.repo("app");
     for (sh, init) in [
@@ -181,7 +183,87 @@ fn shell_init_leaves_bash_zsh_and_fish_in_the_worktree_and_switch_revives_a_remo
         assert!(lines[0].contains("/thread-"), "{sh}: {out}");
         assert_eq!(Path::new(lines[1]), sb.path(), "{sh}: {out}");
     }
+}
 
+#[test]
+#[cfg_attr(skip_shells, ignore = "GROVE_SKIP_SHELLS=1: needs bash, zsh and fish")]
+fn rm_of_the_worktree_the_shell_is_in_takes_the_shell_to_the_main_checkout() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    for (sh, init) in [
+        ("bash", "eval \"$(grove shell-init bash)\""),
+        ("zsh", "eval \"$(grove shell-init zsh)\""),
+        ("fish", "grove shell-init fish | source"),
+    ] {
+        let Some(path) = shell(sh) else { continue };
+        let task = new_task(&sb, &repo, &[&format!("leave from {sh}")]);
+        let wt = std::path::PathBuf::from(task["worktreePath"].as_str().unwrap());
+        std::fs::create_dir_all(wt.join("src")).unwrap();
+        // A refused rm (uncommitted work) leaves the shell where it was.
+        std::fs::write(wt.join("src/wip.txt"), "wip").unwrap();
+        let out = in_shell(
+            &sb,
+            &path,
+            &wt.join("src"),
+            &format!(
+                "{init}; grove rm 2>/dev/null; pwd; rm wip.txt; grove rm >/dev/null 2>&1; pwd"
+            ),
+        );
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(Path::new(lines[0]), wt.join("src"), "{sh}: {out}");
+        assert_eq!(
+            std::fs::canonicalize(lines[1]).unwrap(),
+            std::fs::canonicalize(&repo).unwrap(),
+            "{sh} is in the main checkout: {out}"
+        );
+        assert!(!wt.exists(), "{sh}: removed");
+    }
+}
+
+#[test]
+fn every_command_works_from_a_current_directory_that_is_gone() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let gone = new_task(&sb, &repo, &["Gone task"]);
+    let other = new_task(&sb, &repo, &["Other task"]);
+    let gone_wt = std::path::PathBuf::from(gone["worktreePath"].as_str().unwrap());
+    let other_wt = std::path::PathBuf::from(other["worktreePath"].as_str().unwrap());
+    // A shell left in the worktree after it was removed from elsewhere:
+    // the process starts in a directory that no longer exists.
+    let script = format!(
+        "cd {wt} && {grove} -C {repo} rm {id} >/dev/null 2>&1 && \
+         {grove} switch other --json && {grove} list --json >/dev/null && {grove} path other",
+        wt = gone_wt.display(),
+        grove = GROVE,
+        repo = repo.display(),
+        id = gone["threadId"].as_str().unwrap(),
+    );
+    let mut cmd = Command::new("sh");
+    sb.env(&mut cmd);
+    let out = cmd
+        .args(["-c", &script])
+        .current_dir(sb.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!gone_wt.exists());
+    assert!(
+        stderr.contains("is gone; working in"),
+        "a warning says where grove works instead: {stderr}"
+    );
+    assert_eq!(
+        Path::new(stdout.lines().last().unwrap()),
+        other_wt,
+        "{stdout}"
+    );
+}
+
+#[test]
+fn switch_revives_a_removed_task() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
     // switch makes a removed task's worktree again, its thread restored.
     let task = new_task(&sb, &repo, &["removed", "--prompt", "keep me"]);
     let id = task["threadId"].as_str().unwrap();

@@ -372,9 +372,13 @@ pub fn append_stdin(sb: &Sandbox, dir: &Path, id: &str, input: &str) {
 }
 
 /// A tool a test needs and cannot run without: missing, the test fails
-/// saying how to install it — unless `skip_var` is set to 1, which skips it
-/// with a notice (`GROVE_SKIP_BROWSER=1`, `GROVE_SKIP_LFS=1`,
-/// `GROVE_SKIP_SHELLS=1`). Returns whether the test goes on.
+/// saying how to install it — unless `skip_var` is set to 1
+/// (`GROVE_SKIP_BROWSER=1`, `GROVE_SKIP_LFS=1`, `GROVE_SKIP_SHELLS=1`,
+/// `GROVE_SKIP_REAL_AGENTS=1`). Under `cargo test` such a test is then not
+/// run at all: build.rs sets `cfg(skip_browser)` and the like, and the test's
+/// `#[cfg_attr(skip_…, ignore = "…")]` lists it as ignored, with the reason.
+/// Here, the variable set when the binary is run by hand skips the test with
+/// a notice. Returns whether the test goes on.
 pub fn needs(tool: &str, present: bool, skip_var: &str, install: &str) -> bool {
     if present {
         return true;

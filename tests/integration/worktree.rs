@@ -44,15 +44,16 @@ fn new_creates_branch_worktree_and_thread_and_prints_the_path() {
     let meta = read_json(&threads[0].join("thread.json"));
     let id = meta["threadId"].as_str().unwrap();
     assert_eq!(&dir_name[7..], &id[..8]);
-    let branch = format!("grove/{}", &id[..8]);
+    // The branch is named after the title.
+    let branch = "grove/fix-the-login-bug";
     assert_eq!(sb.git(&path, &["branch", "--show-current"]), branch);
     let ctx = &meta["context"];
     assert_eq!(ctx["workingDir"], path.display().to_string());
     assert_eq!(ctx["relativeDir"], ".");
-    assert_eq!(ctx["gitBranch"], branch.as_str());
+    assert_eq!(ctx["gitBranch"], branch);
     assert_eq!(ctx["gitCommit"], sb.git(&path, &["rev-parse", "HEAD"]));
     assert_eq!(ctx["worktree"]["path"], path.display().to_string());
-    assert_eq!(ctx["worktree"]["branch"], branch.as_str());
+    assert_eq!(ctx["worktree"]["branch"], branch);
     assert_eq!(ctx["remoteUrl"], "https://example.invalid/app.git");
     assert_eq!(ctx["baseRevision"], "HEAD");
     assert_eq!(ctx["baseCommit"], sb.git(&repo, &["rev-parse", "HEAD"]));
@@ -446,4 +447,56 @@ fn worktree_list_read_from_gits_files_matches_git_worktree_list() {
     let from_files = lib.worktrees().unwrap();
     assert!(from_files[0].bare, "{from_files:#?}");
     assert_eq!(from_files, lib.worktrees_from_git().unwrap());
+}
+
+#[test]
+fn the_main_checkout_can_commit_its_agent_config_after_grove_new() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    ok(sb.grove(&repo).arg("init"));
+    // An older grove's entries, hiding the config in every checkout.
+    let exclude = repo.join(".git/info/exclude");
+    std::fs::write(
+        &exclude,
+        "# >>> grove: files grove created in worktrees (managed; see grove README)\n\
+         /.agent/config.json\n/.agent/.gitignore\n# <<< grove\n",
+    )
+    .unwrap();
+    let task = new_task(&sb, &repo, &["t"]);
+    let wt = std::path::PathBuf::from(task["worktreePath"].as_str().unwrap());
+    // The task's worktree is clean, with the config copied in.
+    assert_eq!(sb.git(&wt, &["status", "--porcelain"]), "");
+    assert!(wt.join(".agent/config.json").is_file());
+    // The main checkout still sees its config, and commits it.
+    let status = sb.git(&repo, &["status", "--porcelain", "--untracked-files=all"]);
+    assert!(status.contains(".agent/config.json"), "{status}");
+    sb.git(&repo, &["add", ".agent/config.json"]);
+    sb.git(&repo, &["commit", "-qm", "grove config"]);
+    let excluded = std::fs::read_to_string(&exclude).unwrap();
+    assert!(!excluded.contains(".agent/"), "{excluded}");
+    // A task made once it is committed has it checked out, clean too.
+    let next = new_task(&sb, &repo, &["u"]);
+    let next_wt = std::path::PathBuf::from(next["worktreePath"].as_str().unwrap());
+    assert_eq!(sb.git(&next_wt, &["status", "--porcelain"]), "");
+    assert_eq!(
+        sb.git(&next_wt, &["ls-files", ".agent/config.json"]),
+        ".agent/config.json"
+    );
+}
+
+#[test]
+fn a_tracked_agent_gitignore_is_left_alone_and_an_untracked_config_not_copied() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    ok(sb.grove(&repo).arg("init"));
+    sb.git(&repo, &["add", ".agent/.gitignore"]);
+    sb.git(&repo, &["commit", "-qm", "agent gitignore"]);
+    let task = new_task(&sb, &repo, &["t"]);
+    let wt = std::path::PathBuf::from(task["worktreePath"].as_str().unwrap());
+    assert_eq!(sb.git(&wt, &["status", "--porcelain"]), "");
+    assert!(!wt.join(".agent/config.json").exists());
+    assert_eq!(
+        std::fs::read(wt.join(".agent/.gitignore")).unwrap(),
+        std::fs::read(repo.join(".agent/.gitignore")).unwrap()
+    );
 }

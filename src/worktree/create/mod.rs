@@ -23,7 +23,7 @@ use setup::Finish;
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::carry::{self, Carried, Changes};
 use super::{Repo, exclude};

@@ -3,10 +3,11 @@
 //! made.
 
 use super::*;
+use crate::worktree::naming::Naming;
 
 /// Everything decided before anything is made.
 pub(super) struct Plan {
-    pub(super) id: String,
+    pub(super) id: crate::store::ThreadId,
     pub(super) meta: ThreadMeta,
     pub(super) branch: String,
     pub(super) create_branch: bool,
@@ -40,10 +41,11 @@ pub(super) fn plan(
     if let Some(id) = &task.thread_id {
         meta.thread_id = id.clone();
     }
-    let id = meta.thread_id.clone();
+    let id = crate::store::ThreadId::parse(&meta.thread_id)?;
     let short: String = id.chars().take(8).collect();
-    let prefix = crate::setting::branch_prefix(config, &project.main_store().config_path());
-    let (branch, create_branch) = choose_branch(repo, task, &prefix, &short)?;
+    let config_file = project.main_store().config_path();
+    let naming = Naming::of(config, &config_file);
+    let (branch, create_branch) = choose_branch(repo, task, &naming, &short)?;
     let (base_rev, carry) = match (&task.carry_from, &task.base) {
         // Carried changes are relative to the source worktree's HEAD.
         (Some(src), base) => {
@@ -115,7 +117,7 @@ pub(super) fn plan(
     };
     let setting = |key: &str| {
         config
-            .and_then(|c| c.extra.get("grove")?.get(key)?.as_bool())
+            .and_then(|c| crate::atsf::grove::ConfigSection::of(&c.extra).switch(key))
             .unwrap_or(true)
     };
     Ok(Plan {
@@ -133,28 +135,34 @@ pub(super) fn plan(
     })
 }
 
-/// The branch to use and whether grove creates it.
+/// The task's branch and whether grove makes it: `--branch`'s (made when
+/// missing, else used as it is), or one named from the title after the
+/// settings — with the first 4, then 8 characters of the thread id added
+/// only when a branch of that name exists.
 fn choose_branch(
     repo: &Repo,
     task: &NewTask,
-    prefix: &crate::setting::Setting<String>,
+    naming: &Naming,
     short: &str,
 ) -> Result<(String, bool)> {
     let Some(name) = &task.branch else {
-        let name = format!("{}{short}", prefix.value);
-        if !repo.valid_branch_name(&name)? {
+        let base = naming.name(&task.title, short);
+        if !repo.valid_branch_name(&base)? {
             return Err(Error::Other(format!(
-                "the generated branch name {name:?} is not valid (see `git check-ref-format --branch`); \
-                 fix the prefix {:?}, {}",
-                prefix.value, prefix.source
+                "the generated branch name {base:?} is not valid (see `git check-ref-format --branch`); \
+                 fix the prefix {:?} ({}) or the template {:?} ({})",
+                naming.prefix.value,
+                naming.prefix.source,
+                naming.template.value,
+                naming.template.source
             )));
         }
-        if repo.branch_exists(&name)? {
-            return Err(Error::Refused(format!(
-                "branch {name} already exists; pass --branch to choose a name"
-            )));
+        if let Some(name) = naming.free(repo, &task.title, short)? {
+            return Ok((name, true));
         }
-        return Ok((name, true));
+        return Err(Error::Refused(format!(
+            "branch {base} already exists, with the thread's id added too; pass --branch to choose a name"
+        )));
     };
     if !repo.valid_branch_name(name)? {
         return Err(Error::Other(format!(

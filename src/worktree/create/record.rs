@@ -53,16 +53,13 @@ impl Finish<'_> {
     /// Hook outcomes, exclude entries and problems into `thread.json`.
     fn record(&mut self) -> Option<ThreadMeta> {
         let hooks_json = serde_json::to_value(&self.outcomes).unwrap_or(Value::Null);
-        let excludes = json!(self.excludes);
+        let excludes = self.excludes.clone();
         let problems = self.problems.clone();
         let result = self.thread.update_meta(|m| {
-            if let Some(Value::Object(grove)) = m.metadata_mut().get_mut("grove") {
-                grove.insert("hooks".into(), hooks_json);
-                grove.insert("excludes".into(), excludes);
-                if !problems.is_empty() {
-                    grove.insert("problems".into(), json!(problems));
-                }
-            }
+            let mut grove = m.grove_mut();
+            grove.set_hooks(hooks_json);
+            grove.set_excludes(&excludes);
+            grove.set_problems(&problems);
         });
         match result {
             Ok(meta) => Some(meta),

@@ -23,35 +23,72 @@ pub(super) fn make_thread(
     // A `.agent` committed as a symbolic link is refused here: the thread
     // would be written wherever it points.
     crate::fsutil::real_dir(dir, wt_store.agent_dir())?;
-    let mut excludes = Vec::new();
-    for name in [atsf::CONFIG_FILE, ".gitignore"] {
-        let from = main_store.agent_dir().join(name);
-        let to = wt_store.agent_dir().join(name);
-        let missing = std::fs::symlink_metadata(&to).is_err();
-        let copied = missing && from.is_file() && crate::fsutil::copy_new(&from, &to)?;
-        // `.gitignore` is written with the spec's rules when there is none.
-        if copied || (missing && name == ".gitignore") {
-            excludes.push(exclude::pattern_for(
-                &Path::new(atsf::AGENT_DIR).join(name),
-            )?);
-        }
-    }
+    seed_agent_dir(&main_store, &wt_store)?;
     wt_store.ensure_dir()?;
-    exclude::add(&exclude::exclude_file(&repo.git, dir)?, &excludes)?;
+    // Nothing of `.agent/` goes into the repository-wide `info/exclude`: it
+    // would hide the main checkout's own `.agent/config.json` from `git add`.
+    let excludes = Vec::new();
+    forget_agent_excludes(repo, dir);
 
     let mut meta = plan.meta.clone();
     meta.context = task_context(repo, plan, dir, &head)?;
-    meta.metadata_mut().insert(
-        "grove".into(),
-        json!({
-            "mainRoot": project.main_root,
-            "createdBranch": plan.create_branch,
-            "excludes": excludes,
-        }),
-    );
+    // A section of the planned thread's own is replaced, not merged into.
+    meta.metadata_mut().remove(atsf::grove::KEY);
+    meta.grove_mut()
+        .set_task(&project.main_root, plan.create_branch, &excludes);
     let thread = maker.make(&wt_store, meta)?;
     let meta = thread.meta()?;
     Ok((thread, meta, excludes))
+}
+
+/// The main checkout's `.agent/config.json` and `.gitignore` in the
+/// worktree's `.agent/` when the checkout did not bring them (untracked in
+/// the main checkout), kept out of the worktree's `git status` by that
+/// `.gitignore` — grove's copy, which then names both and itself. When the
+/// repository tracks `.agent/.gitignore`, grove cannot add to it, and an
+/// untracked config is not copied: grove reads the main checkout's anyway.
+fn seed_agent_dir(main_store: &Store, wt_store: &Store) -> Result<()> {
+    let gitignore = ".gitignore";
+    let from_ignore = main_store.agent_dir().join(gitignore);
+    let to_ignore = wt_store.agent_dir().join(gitignore);
+    let ignore_is_ours = std::fs::symlink_metadata(&to_ignore).is_err();
+    if !ignore_is_ours {
+        return Ok(());
+    }
+    let mut text = match crate::fsutil::read_opt(&from_ignore)? {
+        Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        None => atsf::DEFAULT_GITIGNORE.to_string(),
+    };
+    let mut own = vec![format!("/{gitignore}")];
+    let from_config = main_store.config_path();
+    let to_config = wt_store.config_path();
+    if std::fs::symlink_metadata(&to_config).is_err() && from_config.is_file() {
+        crate::fsutil::copy_new(&from_config, &to_config)?;
+        own.push(format!("/{}", atsf::CONFIG_FILE));
+    }
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(crate::store::WORKTREE_IGNORE_MARK);
+    text.push('\n');
+    for line in own {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    crate::fsutil::write_new(&to_ignore, text.as_bytes())?;
+    Ok(())
+}
+
+/// Takes out of the repository's `info/exclude` the `.agent/` entries an
+/// older grove put there (best effort: they only hide files).
+fn forget_agent_excludes(repo: &Repo, dir: &Path) {
+    let old: Vec<String> = [atsf::CONFIG_FILE, ".gitignore"]
+        .iter()
+        .filter_map(|name| exclude::pattern_for(&Path::new(atsf::AGENT_DIR).join(name)).ok())
+        .collect();
+    if let Ok(file) = exclude::exclude_file(&repo.git, dir) {
+        let _ = exclude::remove(&file, &old);
+    }
 }
 
 fn task_context(repo: &Repo, plan: &Plan, dir: &Path, head: &str) -> Result<Context> {

@@ -74,7 +74,7 @@ impl<'a> Finish<'a> {
             let outcome = if self.task.hooks {
                 crate::setup::apply_symlink(&self.project.main_root, &self.dir, link)
             } else {
-                HookOutcome::skipped(HookKind::Symlink, format!("link {target}"), "--no-hooks")
+                HookOutcome::skipped(HookKind::Symlink, format!("link {target}"), no_hooks())
             };
             if outcome.status == HookStatus::Ok
                 && let Ok(rel) = crate::setup::checked_hook_path(target)
@@ -120,7 +120,7 @@ impl<'a> Finish<'a> {
             let outcome = if self.task.hooks {
                 crate::setup::apply_copy(&self.project.main_root, &self.dir, &copy)
             } else {
-                HookOutcome::skipped(HookKind::Copy, format!("copy {target}"), "--no-hooks")
+                HookOutcome::skipped(HookKind::Copy, format!("copy {target}"), no_hooks())
             };
             // What .worktreeinclude names is ignored already.
             if configured
@@ -172,7 +172,10 @@ impl<'a> Finish<'a> {
             exit_code: None,
             duration_ms: start.elapsed().as_millis() as u64,
             log_file: None,
-            reason: failed.map(|e| format!("{e} (`--no-submodules` skips this)")),
+            reason: failed.map(|e| {
+                crate::error::Hinted::new(format!("{e} (`{{no-submodules}}` skips this)"))
+                    .to_string()
+            }),
         };
         self.report(reporter, outcome);
     }
@@ -191,7 +194,7 @@ impl<'a> Finish<'a> {
         let values = crate::worktree::taskenv::Placeholders {
             ports: self.ports.clone(),
             branch: self.plan.branch.clone(),
-            thread_id: self.plan.id.clone(),
+            thread_id: self.plan.id.to_string(),
             worktree: self.dir.to_string_lossy().into_owned(),
         };
         if let Some((outcome, written)) =
@@ -236,7 +239,7 @@ impl<'a> Finish<'a> {
         let env = CommandEnv {
             worktree: self.dir.clone(),
             repo_root: self.project.main_root.clone(),
-            thread_id: self.plan.id.clone(),
+            thread_id: self.plan.id.to_string(),
             branch: self.plan.branch.clone(),
             ports: self.ports.clone(),
         };
@@ -252,14 +255,15 @@ impl<'a> Finish<'a> {
                 ));
             }
             let outcome = if !self.task.hooks {
-                HookOutcome::skipped(HookKind::Command, label, "--no-hooks")
+                HookOutcome::skipped(HookKind::Command, label, no_hooks())
             } else if !trusted {
                 HookOutcome::skipped(
                     HookKind::Command,
                     label,
                     format!(
-                        "not trusted: review .agent/config.json, then run `grove trust` in {} or pass --trust",
-                        self.project.main_root.display()
+                        "not trusted: review .agent/config.json, then run `grove trust` in {} or pass {}",
+                        self.project.main_root.display(),
+                        crate::error::Hinted::new("{trust}")
                     ),
                 )
             } else if let Some(why) = &stop_reason {
@@ -355,7 +359,7 @@ impl<'a> Finish<'a> {
                     reason: None,
                 }
             } else {
-                HookOutcome::skipped(HookKind::InitialPrompt, "initial prompt", "--no-hooks")
+                HookOutcome::skipped(HookKind::InitialPrompt, "initial prompt", no_hooks())
             };
             self.report(reporter, outcome);
         }
@@ -449,4 +453,10 @@ fn worktree_include(repo: &Repo) -> Result<Vec<String>> {
         }
     }
     Ok(out)
+}
+
+/// Why a step was skipped when the setup was left out: the option that did
+/// it, as the front end names it.
+fn no_hooks() -> String {
+    crate::error::Hinted::new("{no-hooks}").to_string()
 }

@@ -120,8 +120,9 @@ fn default_tip(repo: &Repo, default_refs: &[String]) -> Option<(String, git2::Oi
     Some((name.clone(), tip))
 }
 
-/// [`worktree_status`], and with `details` the worktree's [`Details`]
-/// from the same `git status` (counted instead of asked yes or no).
+/// Dirty, merged or live for one worktree, and with `details` its
+/// [`Details`] from the same `git status` (counted instead of asked yes or
+/// no). A status git could not give counts as clean.
 fn worktree_outcome(
     repo: &Repo,
     main: Option<&git2::Repository>,
@@ -129,25 +130,23 @@ fn worktree_outcome(
     checker: &Checker,
     details: bool,
 ) -> Outcome {
-    if !details {
-        let (status, integration) = worktree_status(
-            repo,
-            main,
-            job.path,
-            job.branch,
-            job.base,
-            job.default_refs,
-            checker,
-        );
-        return (status, integration, None);
-    }
-    let counts = status_counts_among_many(job.path).ok();
-    let (status, integration) = match counts {
-        Some(c) if c.any() => (Status::Dirty, None),
-        _ => clean_status(repo, main, job, checker),
+    let counts = if details {
+        status_counts_among_many(job.path).ok()
+    } else {
+        None
     };
-    let details = worktree_details(main, job, counts);
-    (status, integration, Some(details))
+    let dirty = if details {
+        counts.is_some_and(StatusCounts::any)
+    } else {
+        is_dirty_among_many(job.path).unwrap_or(false)
+    };
+    let (status, integration) = if dirty {
+        (Status::Dirty, None)
+    } else {
+        clean_status(repo, main, job, checker)
+    };
+    let details = details.then(|| worktree_details(main, job, counts));
+    (status, integration, details)
 }
 
 /// Merged or live: a worktree with nothing uncommitted.
@@ -193,27 +192,6 @@ fn worktree_details(
         uncommitted,
         divergence,
         head: changes::head_commit(git, tip).ok(),
-    }
-}
-
-pub(super) fn worktree_status(
-    repo: &Repo,
-    main: Option<&git2::Repository>,
-    path: &Path,
-    branch: Option<&str>,
-    base: Option<&str>,
-    default_refs: &[String],
-    checker: &Checker,
-) -> (Status, Option<Integration>) {
-    if is_dirty_among_many(path).unwrap_or(false) {
-        return (Status::Dirty, None);
-    }
-    let Some(branch) = branch else {
-        return (Status::Live, None);
-    };
-    match integration(repo, main, branch, base, default_refs, checker) {
-        Ok(Some(how)) => (Status::Merged, Some(how)),
-        _ => (Status::Live, None),
     }
 }
 

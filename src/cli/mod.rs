@@ -419,7 +419,8 @@ pub fn exit_code_of(err: &anyhow::Error) -> u8 {
     }
 }
 
-/// Finds THREAD (id or unique prefix) with everything it belongs to (status,
+/// Finds THREAD (an id or prefix, a branch, a path, a title word) with
+/// everything it belongs to (status,
 /// worktree, repository); what could not be read on the way is warned about.
 pub fn resolve(
     out: &Output,
@@ -436,11 +437,4 @@ pub fn warn_skipped(out: &Output, errors: &[grove::Error]) {
     for e in errors {
         out.warn(&format!("skipped: {e}"));
     }
-}
-
-/// Finds THREAD (id or unique prefix) anywhere grove looks: the project's
-/// `.agent/`, its worktrees', and the cache.
-pub fn resolve_thread(cwd: &std::path::Path, query: &str) -> anyhow::Result<grove::store::Thread> {
-    let project = grove::project::Project::discover(cwd)?;
-    Ok(grove::discovery::find_thread(&project, query)?)
 }

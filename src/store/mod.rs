@@ -483,6 +483,17 @@ impl StagedThread {
         &self.thread
     }
 
+    /// The staged `messages.jsonl`.
+    pub fn log_path(&self) -> PathBuf {
+        self.path().join(atsf::MESSAGES_FILE)
+    }
+
+    /// The staged `messages.jsonl`, opened to append (never through a
+    /// link): the one way a staged thread's log is written.
+    pub fn open_log(&self) -> Result<std::fs::File> {
+        crate::fsutil::open_append(&self.log_path(), false)
+    }
+
     /// Replaces the staged `thread.json`.
     pub fn write_meta(&self, meta: &ThreadMeta) -> Result<()> {
         write_atomic(

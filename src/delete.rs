@@ -50,6 +50,7 @@ pub fn plan(project: &Project, target: &Found, cascade: bool) -> Result<Plan> {
             all_repos: true,
             // rm's checks below look at the worktrees themselves.
             statuses: false,
+            details: false,
         },
     )?;
     let skipped = discovered.errors;

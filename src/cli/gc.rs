@@ -91,6 +91,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         Options {
             all_repos: false,
             statuses: true,
+            details: false,
         },
     )?;
     for e in &found.errors {

@@ -46,6 +46,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
             grove::discovery::Options {
                 all_repos: false,
                 statuses: true,
+                details: false,
             },
         )
         .ok()

@@ -50,6 +50,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
             Options {
                 all_repos: false,
                 statuses: false,
+                details: false,
             },
         )?;
         super::warn_skipped(out, &d.errors);

@@ -94,6 +94,7 @@ fn threads(args: &Args, project: &Project, out: &Output) -> anyhow::Result<Vec<F
         Options {
             all_repos: args.all,
             statuses: false,
+            details: false,
         },
     )?;
     super::warn_skipped(out, &d.errors);

@@ -61,6 +61,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
                 Options {
                     all_repos: args.all,
                     statuses: false,
+                    details: false,
                 },
             )?;
             for e in &d.errors {

@@ -60,6 +60,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
             discovery::Options {
                 all_repos: true,
                 statuses: args.tree,
+                details: false,
             },
         )?;
         super::warn_skipped(out, &found.errors);

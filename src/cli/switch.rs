@@ -3,7 +3,7 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use grove::discovery::{Found, Options};
+use grove::discovery::{Found, Options, Status};
 use grove::project::Project;
 use grove::worktree::{self, ReviveOptions};
 
@@ -105,14 +105,11 @@ fn pick(project: &Project, out: &Output) -> anyhow::Result<Found> {
         Options {
             all_repos: false,
             statuses: true,
+            details: false,
         },
     )?;
     super::warn_skipped(out, &found.errors);
-    let tasks: Vec<Found> = found
-        .threads
-        .into_iter()
-        .filter(|f| f.worktree.is_some())
-        .collect();
+    let tasks = pickable(found.threads);
     if tasks.is_empty() {
         anyhow::bail!("no task to switch to; `grove new \"title\"` starts one");
     }
@@ -138,6 +135,16 @@ fn pick(project: &Project, out: &Output) -> anyhow::Result<Found> {
         Some(i) => Ok(tasks.into_iter().nth(i).expect("an item of the list")),
         None => anyhow::bail!("nothing picked"),
     }
+}
+
+/// The tasks the picker offers: those with a worktree, removed ones left
+/// out (as `grove list` leaves them out) — a removed task is never the
+/// first, preselected, item; `grove switch THREAD` still revives one.
+fn pickable(threads: Vec<Found>) -> Vec<Found> {
+    threads
+        .into_iter()
+        .filter(|f| f.worktree.is_some() && f.status != Status::Removed)
+        .collect()
 }
 
 fn truncate(s: &str, n: usize) -> String {

@@ -26,6 +26,7 @@ use crate::atsf::ThreadMeta;
 use crate::cache::{self, CacheRecord, CacheState};
 use crate::error::{Error, Result};
 use crate::git::Integration;
+use crate::git::changes::{Divergence, HeadCommit, Uncommitted};
 use crate::store::Thread;
 
 /// Where a thread stands.
@@ -106,6 +107,21 @@ pub struct Found {
     /// When its `thread.json` was last written, when the read that found it
     /// said so (`None`: [`last_activity`] asks).
     pub written: Option<std::time::SystemTime>,
+    /// Where its worktree stands against git, when [`Options::details`]
+    /// asked and it has a worktree.
+    pub details: Option<Details>,
+}
+
+/// What `grove list` shows of a task's worktree beside its status; each
+/// part `None` when it could not be read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Details {
+    /// What is not committed.
+    pub uncommitted: Option<Uncommitted>,
+    /// Its branch against the default branch.
+    pub divergence: Option<Divergence>,
+    /// The commit its branch is on.
+    pub head: Option<HeadCommit>,
 }
 
 impl Found {
@@ -120,6 +136,7 @@ impl Found {
             from_cache: false,
             integration: None,
             written: listed.written,
+            details: None,
             thread: listed.thread,
             meta: listed.meta,
         }
@@ -143,6 +160,7 @@ impl Found {
             from_cache: false,
             integration: None,
             written,
+            details: None,
             thread,
             meta,
         }
@@ -185,6 +203,9 @@ pub struct Options {
     pub all_repos: bool,
     /// Compute `dirty`/`merged` (costs a status per worktree).
     pub statuses: bool,
+    /// With `statuses`, also each worktree's [`Details`] (a `git diff` per
+    /// worktree with changed tracked files; the rest read in process).
+    pub details: bool,
 }
 
 /// Everything found, and the threads that could not be read.

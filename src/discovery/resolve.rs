@@ -98,6 +98,7 @@ pub(super) fn load_one(
     let options = Options {
         all_repos,
         statuses: false,
+        details: false,
     };
     let found = discover_kept(project, options, Keep::Id(id))?;
     let errors = found.errors;

@@ -118,7 +118,7 @@ pub(super) fn discover_kept(
             }
         }
         if options.statuses {
-            compute_statuses(repo, &mut out.threads, &live)?;
+            compute_statuses(repo, &mut out.threads, &live, options.details)?;
         }
     } else {
         let (cached, errors) = cache::load(unseen(&seen, &cached_ids));
@@ -294,5 +294,6 @@ pub(super) fn from_cache(c: &cache::CachedThread, status: Status, locked: Option
         from_cache: true,
         integration: None,
         written: None,
+        details: None,
     }
 }

@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod changes;
 pub mod cmd;
 pub mod integrated;
 mod listing;
@@ -15,8 +16,9 @@ mod repo;
 
 pub use cmd::Git;
 pub use integrated::{Integration, Reason};
-pub(crate) use repo::is_dirty_among_many;
+pub use repo::StatusCounts;
 pub use repo::{Repo, WorktreeEntry, is_dirty, parse_worktree_list};
+pub(crate) use repo::{is_dirty_among_many, status_counts_among_many};
 
 use crate::error::Result;
 

@@ -488,7 +488,35 @@ pub(crate) fn is_dirty_among_many(path: &Path) -> Result<bool> {
     dirty(path, false)
 }
 
+/// What `git status` shows in a worktree (grove's own files aside): how
+/// many tracked files changed (staged or not) and how many are untracked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StatusCounts {
+    pub tracked: usize,
+    pub untracked: usize,
+}
+
+impl StatusCounts {
+    /// Whether anything is uncommitted.
+    pub fn any(self) -> bool {
+        self.tracked + self.untracked > 0
+    }
+}
+
+/// [`is_dirty_among_many`], counted: the same `git status`, read to its end
+/// instead of stopping at the first entry (the parse costs nothing beside
+/// git's run).
+pub(crate) fn status_counts_among_many(path: &Path) -> Result<StatusCounts> {
+    status_counts(path, false, false)
+}
+
 fn dirty(path: &Path, preload: bool) -> Result<bool> {
+    Ok(status_counts(path, preload, true)?.any())
+}
+
+/// The worktree's uncommitted entries, grove's own aside; `first_only`
+/// stops at the first one (all a yes/no question needs).
+fn status_counts(path: &Path, preload: bool, first_only: bool) -> Result<StatusCounts> {
     let git = Git::find()?;
     let status = |untracked: &str, pathspec: &[&str]| -> Result<Vec<u8>> {
         let mut args = vec![
@@ -510,8 +538,9 @@ fn dirty(path: &Path, preload: bool) -> Result<bool> {
         git.bytes(path, &args, None, true)
     };
     let out = status("--untracked-files=normal", &[])?;
+    let mut counts = StatusCounts::default();
     let mut collapsed_agent = false;
-    for entry in status_paths(&out) {
+    for (kind, entry) in status_entries(&out) {
         if crate::store::is_grove_path(entry.strip_suffix(b"/").unwrap_or(entry)) {
             continue;
         }
@@ -519,19 +548,40 @@ fn dirty(path: &Path, preload: bool) -> Result<bool> {
             collapsed_agent = true;
             continue;
         }
-        return Ok(true);
+        counts.add(kind);
+        if first_only {
+            return Ok(counts);
+        }
     }
-    if !collapsed_agent {
-        return Ok(false);
+    if !collapsed_agent || (first_only && counts.any()) {
+        return Ok(counts);
     }
     // A wholly untracked `.agent/` is one line: look inside it.
     let out = status("--untracked-files=all", &["--", ".agent"])?;
-    Ok(status_paths(&out).any(|p| !crate::store::is_grove_path(p)))
+    for (kind, entry) in status_entries(&out) {
+        if !crate::store::is_grove_path(entry) {
+            counts.add(kind);
+            if first_only {
+                break;
+            }
+        }
+    }
+    Ok(counts)
 }
 
-/// The paths of `git status --porcelain=v2 -z` entries (a rename's
-/// original path skipped).
-fn status_paths(out: &[u8]) -> impl Iterator<Item = &[u8]> {
+impl StatusCounts {
+    fn add(&mut self, kind: u8) {
+        if kind == b'?' {
+            self.untracked += 1;
+        } else {
+            self.tracked += 1;
+        }
+    }
+}
+
+/// The kind (`1`, `2`, `u`, `?`, `!`) and path of each `git status
+/// --porcelain=v2 -z` entry (a rename's original path skipped).
+fn status_entries(out: &[u8]) -> impl Iterator<Item = (u8, &[u8])> {
     let mut fields = out.split(|&b| b == 0).filter(|f| !f.is_empty());
     std::iter::from_fn(move || {
         loop {
@@ -548,7 +598,7 @@ fn status_paths(out: &[u8]) -> impl Iterator<Item = &[u8]> {
                 fields.next();
             }
             let path = entry.splitn(skip + 1, |&b| b == b' ').nth(skip)?;
-            return Some(path);
+            return Some((entry[0], path));
         }
     })
 }

@@ -255,6 +255,7 @@ fn threads_here(
     let options = crate::discovery::Options {
         all_repos: false,
         statuses: false,
+        details: false,
     };
     Ok(
         crate::discovery::discover_matching(project, options, &|n| ids.contains(n))?

@@ -221,7 +221,10 @@ fn assert_clean(sb: &Sandbox, repo: &Path) {
 }
 
 fn logs(sb: &Sandbox, repo: &Path) -> BTreeMap<String, Vec<u8>> {
-    list_rows(sb, repo)
+    // `--all`: removed tasks' threads too, in the cache.
+    json(&ok(sb.grove(repo).args(["list", "--json", "--all"])))
+        .as_array()
+        .unwrap()
         .iter()
         .map(|r| {
             let dir = PathBuf::from(r["threadDir"].as_str().unwrap());

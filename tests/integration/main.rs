@@ -28,6 +28,7 @@ mod integrated;
 mod interrupt;
 mod large;
 mod layers;
+mod list;
 mod live;
 mod loss;
 mod merge;

@@ -88,9 +88,11 @@ fn search_finds_what_grep_finds_across_main_worktree_and_cached_threads() {
     );
     ok(sb.grove(&repo).args(["rm", &gone_id]));
 
-    // grep over each thread's own log (threadDir from list).
+    // grep over each thread's own log (threadDir from list; `--all`: the
+    // removed task's too).
     let mut expected = BTreeSet::new();
-    for row in list_rows(&sb, &repo) {
+    let rows = json(&ok(sb.grove(&repo).args(["list", "--json", "--all"])));
+    for row in rows.as_array().unwrap() {
         let log = PathBuf::from(row["threadDir"].as_str().unwrap()).join("messages.jsonl");
         let out = std::process::Command::new("grep")
             .args(["-nF", "needle"])

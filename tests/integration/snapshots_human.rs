@@ -22,6 +22,10 @@ fn settings(sb: &Sandbox) -> insta::Settings {
     s.add_filter(r"thread-[0-9a-f]{8}", "thread-[ID8]");
     s.add_filter(r"app-[0-9a-f]{8}", "app-[HASH]");
     s.add_filter(r"(?m)^[0-9a-f]{8}( |$)", "[ID8]$1");
+    // A table's id after the current task's marker (`@`) or its blank.
+    s.add_filter(r"(?m)^([@ ]  )[0-9a-f]{8}( |$)", "$1[ID8]$2");
+    // A branch cut to its column: what is left of the id varies.
+    s.add_filter(r"grove/[0-9a-f]{1,7}…", "grove/[ID]…");
     s.add_filter(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d+)?Z", "[TIME]");
     s.add_filter(r"\b\d+(s|m|h|d)\b( ago)?", "[AGE]");
     s.add_filter(r"\(\d+ ms\)", "([MS] ms)");
@@ -94,6 +98,35 @@ fn human_output_of_list_show_gc_and_the_main_errors() {
             "error_usage",
             human(&sb, &repo, &["list", "--status", "stale"])
         );
+    });
+}
+
+/// `list`'s columns: the current task marked `@`, its uncommitted lines,
+/// a task ahead of and behind main with its last commit; at 100 columns
+/// and at 80, where the least useful columns go first.
+#[test]
+fn human_list_columns_and_the_current_task() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let here = new_task(&sb, &repo, &["Fix the login bug"]);
+    let here = std::path::PathBuf::from(here["worktreePath"].as_str().unwrap());
+    std::fs::write(here.join("README.md"), "# test\nmore\n").unwrap();
+    std::fs::write(here.join("notes.txt"), "n\n").unwrap();
+    let ahead = new_task(&sb, &repo, &["Add the settings page"]);
+    let ahead = std::path::PathBuf::from(ahead["worktreePath"].as_str().unwrap());
+    std::fs::write(ahead.join("settings.txt"), "s\n").unwrap();
+    sb.git(&ahead, &["add", "settings.txt"]);
+    sb.git(&ahead, &["commit", "-qm", "Settings page skeleton"]);
+    std::fs::write(repo.join("main.txt"), "m\n").unwrap();
+    sb.git(&repo, &["add", "main.txt"]);
+    sb.git(&repo, &["commit", "-qm", "Main moves on"]);
+    let gone = new_task(&sb, &repo, &["Removed, so not listed"]);
+    ok(sb
+        .grove(&repo)
+        .args(["rm", gone["threadId"].as_str().unwrap()]));
+    settings(&sb).bind(|| {
+        insta::assert_snapshot!("list_columns", human(&sb, &here, &["list"]));
+        insta::assert_snapshot!("list_columns_80", human_at(&sb, &here, &["list"], 80));
     });
 }
 

@@ -345,9 +345,13 @@ pub fn list_rows(sb: &Sandbox, dir: &Path) -> Vec<serde_json::Value> {
         .clone()
 }
 
-/// The row of `id` in `grove list --json`.
+/// The row of `id` in `grove list --json --all` (`--all`: a removed
+/// task's row too).
 pub fn row_of(sb: &Sandbox, dir: &Path, id: &str) -> serde_json::Value {
-    list_rows(sb, dir)
+    json(&ok(sb.grove(dir).args(["list", "--json", "--all"])))
+        .as_array()
+        .unwrap()
+        .clone()
         .into_iter()
         .find(|r| r["threadId"] == id)
         .unwrap_or_else(|| panic!("{id} not listed"))

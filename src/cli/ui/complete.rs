@@ -25,6 +25,7 @@ fn thread_candidates(current: &OsStr) -> Vec<CompletionCandidate> {
     let options = grove::discovery::Options {
         all_repos: false,
         statuses: false,
+        details: false,
     };
     let Ok(found) = grove::discovery::discover(&project, options) else {
         return Vec::new();

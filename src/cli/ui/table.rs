@@ -59,6 +59,89 @@ pub fn pad(s: &str, cols: usize) -> String {
     }
 }
 
+/// One column of a table, as [`fit_widths`] sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spec {
+    /// Its widest cell (header included).
+    pub natural: usize,
+    /// The narrowest it may be cut to (`natural`: never cut).
+    pub min: usize,
+    /// Dropped, when the row does not fit, before every column of a lower
+    /// rank; `0`: never dropped.
+    pub drop: u8,
+    /// Widened, from `min` toward `natural`, before every column of a
+    /// higher rank.
+    pub grow: u8,
+}
+
+/// Each column's width in a row of `width` columns (`None`: dropped), with
+/// `gap` columns between two columns. Off a terminal (`width` `None`)
+/// every column is whole. Columns are dropped, highest `drop` first, until
+/// the narrowest row fits; the room left widens the cut columns, lowest
+/// `grow` first. A width too small even for the columns never dropped cuts
+/// those that can be cut down to one column each.
+pub fn fit_widths(specs: &[Spec], width: Option<usize>, gap: usize) -> Vec<Option<usize>> {
+    let Some(width) = width else {
+        return specs.iter().map(|c| Some(c.natural)).collect();
+    };
+    let mut shown: Vec<bool> = vec![true; specs.len()];
+    let total = |shown: &[bool], w: &dyn Fn(&Spec) -> usize| -> usize {
+        let cols: Vec<usize> = specs
+            .iter()
+            .zip(shown)
+            .filter(|(_, s)| **s)
+            .map(|(c, _)| w(c))
+            .collect();
+        cols.iter().sum::<usize>() + gap * cols.len().saturating_sub(1)
+    };
+    while total(&shown, &|c| c.min) > width {
+        let victim = (0..specs.len())
+            .filter(|&i| shown[i] && specs[i].drop > 0)
+            .max_by_key(|&i| (specs[i].drop, i));
+        match victim {
+            Some(i) => shown[i] = false,
+            None => break,
+        }
+    }
+    let mut widths: Vec<usize> = specs.iter().map(|c| c.min).collect();
+    let used = total(&shown, &|c| c.min);
+    if used > width {
+        shrink_to(specs, &shown, &mut widths, used - width);
+    } else {
+        grow_into(specs, &shown, &mut widths, width - used);
+    }
+    widths
+        .into_iter()
+        .zip(shown)
+        .map(|(w, s)| s.then_some(w))
+        .collect()
+}
+
+/// Widens the shown cut columns into `room`, lowest `grow` first.
+fn grow_into(specs: &[Spec], shown: &[bool], widths: &mut [usize], mut room: usize) {
+    let mut order: Vec<usize> = (0..specs.len()).filter(|&i| shown[i]).collect();
+    order.sort_by_key(|&i| (specs[i].grow, i));
+    for i in order {
+        let more = (specs[i].natural - widths[i]).min(room);
+        widths[i] += more;
+        room -= more;
+    }
+}
+
+/// Narrows the shown columns that can be cut by `over` columns in all,
+/// the last to widen first, none below one column.
+fn shrink_to(specs: &[Spec], shown: &[bool], widths: &mut [usize], mut over: usize) {
+    let mut order: Vec<usize> = (0..specs.len())
+        .filter(|&i| shown[i] && specs[i].min < specs[i].natural)
+        .collect();
+    order.sort_by_key(|&i| std::cmp::Reverse((specs[i].grow, i)));
+    for i in order {
+        let less = (widths[i] - 1).min(over);
+        widths[i] -= less;
+        over -= less;
+    }
+}
+
 /// Each id's shortest prefix that names it among `ids` — no other id shares
 /// it but those extending the id itself (its subagents), as
 /// `store::resolve_prefix` reads it — at least 8 characters (a UUID's first
@@ -86,6 +169,54 @@ pub fn unique_prefixes(ids: &[&str]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn spec(natural: usize, min: usize, drop: u8, grow: u8) -> Spec {
+        Spec {
+            natural,
+            min,
+            drop,
+            grow,
+        }
+    }
+
+    #[test]
+    fn columns_drop_then_cut_columns_grow_and_the_row_fits() {
+        // id, count (dropped first), branch (cut, dropped next), title (cut).
+        let specs = [
+            spec(8, 8, 0, 0),
+            spec(4, 4, 2, 0),
+            spec(20, 8, 1, 2),
+            spec(30, 12, 0, 1),
+        ];
+        let whole = fit_widths(&specs, None, 2);
+        assert_eq!(whole, [Some(8), Some(4), Some(20), Some(30)]);
+        assert_eq!(fit_widths(&specs, Some(100), 2), whole);
+        // 8+4+8+12 + 6 = 38 fits at 40: the title widens first.
+        assert_eq!(
+            fit_widths(&specs, Some(40), 2),
+            [Some(8), Some(4), Some(8), Some(14)]
+        );
+        // At 36 the count goes; at 28 the branch too.
+        assert_eq!(
+            fit_widths(&specs, Some(36), 2),
+            [Some(8), None, Some(8), Some(16)]
+        );
+        assert_eq!(
+            fit_widths(&specs, Some(28), 2),
+            [Some(8), None, None, Some(18)]
+        );
+        // Narrower than the columns never dropped: the title is cut further.
+        assert_eq!(
+            fit_widths(&specs, Some(15), 2),
+            [Some(8), None, None, Some(5)]
+        );
+        for width in 11..120 {
+            let widths = fit_widths(&specs, Some(width), 2);
+            let shown: Vec<usize> = widths.iter().flatten().copied().collect();
+            let total = shown.iter().sum::<usize>() + 2 * (shown.len() - 1);
+            assert!(total <= width, "{width}: {widths:?}");
+        }
+    }
 
     #[test]
     fn cuts_by_display_width_and_prefixes_stay_unique() {

@@ -12,6 +12,8 @@ use serde_json::json;
 
 use super::Output;
 
+mod table;
+
 /// List threads, newest first: the project's own, those of every worktree of
 /// the repository, and cached ones whose worktree was removed.
 ///
@@ -23,7 +25,7 @@ use super::Output;
 /// transcript grew).
 #[derive(clap::Args)]
 pub struct Args {
-    /// Also list other repositories' cached threads.
+    /// Every thread: removed tasks too, and other repositories' threads.
     #[arg(long)]
     all: bool,
 
@@ -72,7 +74,7 @@ pub struct Args {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum SortKey {
+pub(super) enum SortKey {
     Updated,
     Created,
     Title,
@@ -90,9 +92,9 @@ fn parse_state(s: &str) -> Result<AgentState, String> {
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let project = Project::discover(cwd)?;
     if args.watch {
-        return watch(&args, &project, out);
+        return watch(&args, &project, cwd, out);
     }
-    let (text, warnings, note) = render(&args, &project, out)?;
+    let (text, warnings, note) = render(&args, &project, cwd, out)?;
     for w in &warnings {
         out.warn(w);
     }
@@ -107,12 +109,12 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
 
 /// `--watch`: the table again whenever it changes. On a terminal the screen
 /// is redrawn; piped, each new table follows the last.
-fn watch(args: &Args, project: &Project, out: &Output) -> anyhow::Result<u8> {
+fn watch(args: &Args, project: &Project, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     use std::io::IsTerminal;
     let terminal = std::io::stdout().is_terminal();
     let mut last = None;
     loop {
-        let (mut text, _, note) = render(args, project, out)?;
+        let (mut text, _, note) = render(args, project, cwd, out)?;
         if let Some(note) = note {
             text.push_str(&note);
             text.push('\n');
@@ -137,6 +139,7 @@ fn watch(args: &Args, project: &Project, out: &Output) -> anyhow::Result<u8> {
 fn render(
     args: &Args,
     project: &Project,
+    cwd: &Path,
     out: &Output,
 ) -> anyhow::Result<(String, Vec<String>, Option<String>)> {
     let found = discovery::discover(
@@ -144,6 +147,8 @@ fn render(
         Options {
             all_repos: args.all,
             statuses: true,
+            // The tree shows no worktree's changes: not worth a diff.
+            details: !args.tree,
         },
     )?;
     let mut warnings: Vec<String> = found
@@ -161,7 +166,8 @@ fn render(
         // One row at a time: the rows of 10,000 threads are never all held
         // as JSON values at once.
         use serde::Serializer;
-        let rows = threads.iter().map(|f| row_json(f));
+        let current = table::current_worktree(&threads, cwd);
+        let rows = threads.iter().map(|f| row_json(f, current));
         if args.watch {
             serde_json::Serializer::new(&mut w).collect_seq(rows)?;
         } else {
@@ -169,10 +175,19 @@ fn render(
         }
         w.write_all(b"\n")?;
     } else if threads.is_empty() {
-        let hidden = all_threads.iter().filter(|f| f.meta.is_archived()).count();
-        return Ok((String::new(), warnings, Some(empty_note(args, hidden))));
+        return Ok((
+            String::new(),
+            warnings,
+            Some(empty_note(args, &all_threads)),
+        ));
     } else {
-        write_table(&mut w, args, &threads, out)?;
+        let ctx = table::Context {
+            sort: args.sort,
+            all: args.all,
+            cwd,
+            width: super::table::width(),
+        };
+        table::write(&mut w, out.style(), &threads, &ctx)?;
     }
     Ok((String::from_utf8(w)?, warnings, None))
 }
@@ -183,6 +198,7 @@ fn select<'a>(args: &Args, all: &'a [Found]) -> Vec<&'a Found> {
         .iter()
         .filter(|f| {
             (args.archived || !f.meta.is_archived())
+                && shows_removed(args, f)
                 && {
                     let tags = f.meta.tags();
                     args.tags.iter().all(|t| tags.contains(t))
@@ -207,6 +223,12 @@ fn select<'a>(args: &Args, all: &'a [Found]) -> Vec<&'a Found> {
     threads
 }
 
+/// Whether `f` is shown as far as removal goes: a removed task only with
+/// `--all` or `--status removed`.
+fn shows_removed(args: &Args, f: &Found) -> bool {
+    f.status != Status::Removed || args.all || args.statuses.contains(&Status::Removed)
+}
+
 /// `--tree`: the whole graph, so a hidden thread in the middle of a family
 /// is not shown as deleted; archived threads alone are left out.
 fn write_tree(w: &mut Vec<u8>, args: &Args, all: &[Found], out: &Output) -> anyhow::Result<()> {
@@ -227,8 +249,9 @@ fn write_tree(w: &mut Vec<u8>, args: &Args, all: &[Found], out: &Output) -> anyh
     Ok(())
 }
 
-/// One `--json` row.
-fn row_json(f: &Found) -> serde_json::Value {
+/// One `--json` row (its schema: `docs/schemas/list-row.schema.json`).
+fn row_json(f: &Found, current: Option<&Path>) -> serde_json::Value {
+    let details = f.details.as_ref();
     json!({
         "threadId": f.meta.thread_id,
         "title": f.meta.title,
@@ -252,72 +275,28 @@ fn row_json(f: &Found) -> serde_json::Value {
         "git": f.meta.git,
         "agentState": state::current(&f.meta),
         "integrated": f.integration,
+        "current": current.is_some() && f.worktree.as_deref() == current,
+        "lastActivity": discovery::last_activity(f).map(|t| t.to_string()),
+        "uncommitted": details.and_then(|d| d.uncommitted),
+        "aheadBehind": details.and_then(|d| d.divergence.as_ref()),
+        "lastCommit": details.and_then(|d| d.head.as_ref()),
     })
 }
 
 /// What to say when no row is shown.
-fn empty_note(args: &Args, hidden: usize) -> String {
+fn empty_note(args: &Args, all: &[Found]) -> String {
+    let archived = all.iter().filter(|f| f.meta.is_archived()).count();
+    let removed = all.iter().filter(|f| !shows_removed(args, f)).count();
     if !args.tags.is_empty() {
         "grove: no thread has these tags".to_string()
     } else if !args.states.is_empty() {
         "grove: no task's agent is in that state".to_string()
-    } else if hidden > 0 {
-        format!("grove: only archived threads ({hidden}); `grove list --archived` shows them")
+    } else if removed > 0 {
+        format!("grove: only removed tasks ({removed}); `grove list --all` shows them")
+    } else if archived > 0 {
+        format!("grove: only archived threads ({archived}); `grove list --archived` shows them")
     } else {
         "grove: no threads yet; `grove new \"title\"` starts one".to_string()
-    }
-}
-
-/// The table's column widths, fitted to the terminal.
-struct Columns {
-    id: usize,
-    /// With `--all`, the repository column (and its gap).
-    repo: usize,
-    branch: usize,
-    /// Some task has an agent state: the agent column is shown.
-    agent: bool,
-    /// Room for the title, tags and marks (none: not cut).
-    title: Option<usize>,
-}
-
-impl Columns {
-    fn fit(args: &Args, threads: &[&Found], ids: &[String]) -> Columns {
-        use super::table::display_width;
-        let agent = threads.iter().any(|f| state::current(&f.meta).is_some());
-        // A longer id (one that is the start of another's) is cut.
-        let id = ids
-            .iter()
-            .map(|i| display_width(i))
-            .max()
-            .unwrap_or(8)
-            .min(ID_COLS);
-        let repo = if args.all {
-            let widest = threads.iter().map(|f| display_width(&repo_name(f))).max();
-            widest.unwrap_or(0).min(REPO_COLS) + 2
-        } else {
-            0
-        };
-        let branch = threads
-            .iter()
-            .map(|f| display_width(f.branch.as_deref().unwrap_or("-")))
-            .max()
-            .unwrap_or(1)
-            .min(BRANCH_COLS);
-        // id, status, agent, age, message count, each with its gap.
-        let fixed = id + 2 + repo + 7 + 2 + if agent { 14 } else { 0 } + 4 + 2 + 10 + 2;
-        let width = super::table::width();
-        // A narrow terminal narrows the branch column before the title's.
-        let branch = match width {
-            Some(w) => branch.min((w.saturating_sub(fixed) / 3).max(8)),
-            None => branch,
-        };
-        Columns {
-            id,
-            repo,
-            branch,
-            agent,
-            title: width.map(|w| w.saturating_sub(fixed + branch + 2).max(12)),
-        }
     }
 }
 
@@ -327,114 +306,6 @@ fn repo_name(f: &Found) -> String {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
-}
-
-fn write_table(
-    w: &mut Vec<u8>,
-    args: &Args,
-    threads: &[&Found],
-    out: &Output,
-) -> anyhow::Result<()> {
-    let ids: Vec<&str> = threads.iter().map(|f| f.meta.thread_id.as_str()).collect();
-    let ids = super::table::unique_prefixes(&ids);
-    let cols = Columns::fit(args, threads, &ids);
-    for (f, id) in threads.iter().zip(&ids) {
-        write_row(w, out.style(), f, id, &cols)?;
-    }
-    Ok(())
-}
-
-/// One task's row, then its checkpoint summary and next steps.
-fn write_row(
-    w: &mut Vec<u8>,
-    s: super::output::Style,
-    f: &Found,
-    id: &str,
-    cols: &Columns,
-) -> anyhow::Result<()> {
-    use super::table::{fit, pad};
-    let status = match f.status.as_str() {
-        st @ ("dirty" | "missing") => s.yellow(&format!("{st:<7}")),
-        st @ "merged" => s.green(&format!("{st:<7}")),
-        st @ "removed" => s.dim(&format!("{st:<7}")),
-        st => format!("{st:<7}"),
-    };
-    let agent = match state::current(&f.meta) {
-        Some(st) => {
-            let cell = format!("{:<7} {:>4}  ", st.state.as_str(), age(&st.since));
-            match st.state {
-                AgentState::Waiting => s.yellow(&cell),
-                AgentState::Working => s.green(&cell),
-                _ => s.dim(&cell),
-            }
-        }
-        None if cols.agent => " ".repeat(14),
-        None => String::new(),
-    };
-    let repo = if cols.repo > 0 {
-        pad(&fit(&s.text(&repo_name(f)), cols.repo - 2), cols.repo)
-    } else {
-        String::new()
-    };
-    let mut marks = String::new();
-    if f.meta.is_archived() {
-        marks.push_str(" (archived)");
-    }
-    if f.locked.is_some() {
-        marks.push_str(" (locked)");
-    }
-    let tags: String = f
-        .meta
-        .tags()
-        .iter()
-        .map(|t| format!(" #{}", s.text(t)))
-        .collect();
-    let title = s.text(&f.meta.title);
-    let (title, tags, marks) = match cols.title {
-        Some(room) => fit_title(&title, &tags, &marks, room),
-        None => (title.to_string(), tags, marks),
-    };
-    writeln!(
-        w,
-        "{}  {}{}  {}{}  {:>5} msgs  {}  {}{}{}",
-        // An id too long for its column (a subagent's) is cut: it is
-        // reached through its session's thread.
-        s.yellow(&pad(&fit(&s.text(id), cols.id), cols.id)),
-        s.cyan(&repo),
-        status,
-        agent,
-        // How long ago, as the agent column says it: narrow and plain.
-        s.dim(&format!("{:>4}", age(&f.meta.updated_at))),
-        f.meta.stats.message_count,
-        pad(
-            &fit(&s.text(f.branch.as_deref().unwrap_or("-")), cols.branch),
-            cols.branch
-        ),
-        title,
-        s.cyan(&tags),
-        s.dim(&marks)
-    )?;
-    if let Some(summary) = &f.meta.conversation_summary {
-        let line = summary.lines().next().unwrap_or("");
-        let short: String = line.chars().take(100).collect();
-        writeln!(w, "{:10}{}", "", s.dim(&format!("↳ {}", s.text(&short))))?;
-    }
-    let next: Vec<String> = f
-        .meta
-        .next_steps
-        .iter()
-        .flatten()
-        .map(grove::atsf::Note::text)
-        .collect();
-    if !next.is_empty() {
-        writeln!(
-            w,
-            "{:10}{}",
-            "",
-            s.dim(&format!("next: {}", s.text(&next.join("; "))))
-        )?;
-    }
-    Ok(())
 }
 
 /// Captures what the hooks missed for the listed tasks (a transcript that
@@ -499,33 +370,6 @@ fn catch_up(threads: &mut [Found]) -> Vec<String> {
         }
     }
     warnings
-}
-
-/// The repository column's widest (`--all`).
-const REPO_COLS: usize = 16;
-
-/// The id column's widest.
-const ID_COLS: usize = 16;
-
-/// The branch column's widest.
-const BRANCH_COLS: usize = 28;
-
-/// The title, tags and marks in `room` columns: the marks kept, then the
-/// tags, the title cut first.
-fn fit_title(title: &str, tags: &str, marks: &str, room: usize) -> (String, String, String) {
-    use super::table::{display_width, fit};
-    let marks_w = display_width(marks);
-    let tags_w = display_width(tags);
-    if display_width(title) + tags_w + marks_w <= room {
-        return (title.to_string(), tags.to_string(), marks.to_string());
-    }
-    let tags = if tags_w + marks_w + 8 <= room {
-        tags.to_string()
-    } else {
-        String::new()
-    };
-    let left = room.saturating_sub(display_width(&tags) + marks_w).max(1);
-    (fit(title, left), tags, marks.to_string())
 }
 
 /// How long ago `since` was, in one unit: `42s`, `5m`, `3h`, `2d`.

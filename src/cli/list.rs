@@ -252,7 +252,23 @@ fn row_json(f: &Found) -> serde_json::Value {
         "git": f.meta.git,
         "agentState": state::current(&f.meta),
         "integrated": f.integration,
+        "backgroundSetup": grove::worktree::background::runs(f.meta.grove()),
     })
+}
+
+/// ` (setup running)`, ` (setup failed)`: how the task's background setup
+/// stands, when it is not all done well.
+fn setup_mark(f: &Found) -> Option<String> {
+    use grove::atsf::grove::BackgroundState;
+    let runs = grove::worktree::background::runs(f.meta.grove());
+    let worst = if runs.iter().any(|r| r.state == BackgroundState::Running) {
+        "running"
+    } else if runs.iter().any(|r| r.state != BackgroundState::Ok) {
+        "failed"
+    } else {
+        return None;
+    };
+    Some(format!(" (setup {worst})"))
 }
 
 /// What to say when no row is shown.
@@ -382,6 +398,9 @@ fn write_row(
     }
     if f.locked.is_some() {
         marks.push_str(" (locked)");
+    }
+    if let Some(setup) = setup_mark(f) {
+        marks.push_str(&setup);
     }
     let tags: String = f
         .meta

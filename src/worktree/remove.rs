@@ -61,6 +61,9 @@ pub struct Removed {
     /// The processes ended (`--reap`), or left running (`--force`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub processes: Vec<super::processes::Holder>,
+    /// The background setup commands still running, killed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub setup_killed: Vec<crate::atsf::grove::BackgroundRun>,
 }
 
 /// What the worktree's HEAD is.
@@ -331,7 +334,11 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
         options.force,
         &crate::setup::Silent,
     )?;
-    let processes = processes_gone(&wt, options, scanned)?;
+    // A background setup still running is grove's own: not a reason to
+    // refuse, and killed (without --reap) once nothing refuses.
+    let setup_groups = super::background::running_groups(&found.thread);
+    let processes = processes_gone(&wt, options, scanned, &setup_groups)?;
+    let setup_killed = super::background::kill_running(&found.thread, "killed by grove rm");
     // Looked at last before anything is removed, where the repository is
     // already open.
     let branch_plan = branch_plan.unless_checked_out_elsewhere(repo, &wt)?;
@@ -384,6 +391,7 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
         },
         teardown,
         processes,
+        setup_killed,
     })
 }
 
@@ -519,15 +527,21 @@ fn settle_cache(
 
 /// No process may be at work in the worktree when it goes: refused with
 /// the list, unless `--reap` (they are ended) or `--force` (they are left
-/// running). `scanned`: the processes already found, if looked for.
+/// running). `scanned`: the processes already found, if looked for; those
+/// in `spared_groups` (grove's background setup) are left out.
 /// Returns the processes reaped or left.
 fn processes_gone(
     wt: &Path,
     options: RemoveOptions,
     scanned: Option<Vec<super::processes::Holder>>,
+    spared_groups: &[u32],
 ) -> Result<Vec<super::processes::Holder>> {
     use super::processes;
-    let holders = scanned.unwrap_or_else(|| processes::in_dir(wt));
+    let holders: Vec<_> = scanned
+        .unwrap_or_else(|| processes::in_dir(wt))
+        .into_iter()
+        .filter(|h| !super::background::group_of(h.pid).is_some_and(|g| spared_groups.contains(&g)))
+        .collect();
     if holders.is_empty() {
         return Ok(holders);
     }

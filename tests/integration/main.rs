@@ -9,6 +9,7 @@ mod support;
 
 mod agents;
 mod append;
+mod background_setup;
 mod bare;
 mod capture_install;
 mod checkpoint;

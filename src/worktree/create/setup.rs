@@ -222,110 +222,40 @@ impl<'a> Finish<'a> {
         }
     }
 
+    /// The project's commands (trust-gated), then the user's own.
     fn commands(
         &mut self,
         cfg: &atsf::WorktreeHooks,
         reporter: &dyn HookReporter,
         ask_trust: &dyn Fn(&[atsf::PostSetupCommand]) -> bool,
     ) {
-        let commands = cfg.post_setup_commands.clone().unwrap_or_default();
-        if commands.is_empty() {
-            return;
+        let project = cfg.post_setup_commands.clone().unwrap_or_default();
+        let trusted = self.task.hooks
+            && !project.is_empty()
+            && super::super::setup_run::decide_trust(
+                &self.project.main_root,
+                &project,
+                self.task.trust,
+                ask_trust,
+                &mut self.problems,
+            );
+        let ran = super::super::setup_run::SetupCommands {
+            project,
+            trusted,
+            enabled: self.task.hooks,
+            main_root: &self.project.main_root,
+            env: CommandEnv {
+                worktree: self.dir.clone(),
+                repo_root: self.project.main_root.clone(),
+                thread_id: self.plan.id.to_string(),
+                branch: self.plan.branch.clone(),
+                ports: self.ports.clone(),
+            },
+            thread: &self.thread,
         }
-        let trusted = self.task.hooks && self.trusted(&commands, ask_trust);
-        let env = CommandEnv {
-            worktree: self.dir.clone(),
-            repo_root: self.project.main_root.clone(),
-            thread_id: self.plan.id.to_string(),
-            branch: self.plan.branch.clone(),
-            ports: self.ports.clone(),
-        };
-        let logs = self.thread.dir().join("logs");
-        let watch = Watch::start();
-        let mut stop_reason: Option<String> = None;
-        for (i, cmd) in commands.iter().enumerate() {
-            let label = cmd.label.clone().unwrap_or_else(|| cmd.command.clone());
-            if let Some(signal) = watch.received().filter(|_| stop_reason.is_none()) {
-                stop_reason = Some(format!(
-                    "grove was interrupted ({})",
-                    crate::setup::interrupt::signal_name(signal)
-                ));
-            }
-            let outcome = if !self.task.hooks {
-                HookOutcome::skipped(HookKind::Command, label, "--no-hooks")
-            } else if !trusted {
-                HookOutcome::skipped(
-                    HookKind::Command,
-                    label,
-                    format!(
-                        "not trusted: review .agent/config.json, then run `grove trust` in {} or pass --trust",
-                        self.project.main_root.display()
-                    ),
-                )
-            } else if let Some(why) = &stop_reason {
-                HookOutcome::skipped(HookKind::Command, label, why.clone())
-            } else {
-                match crate::fsutil::real_dir(self.thread.dir(), &logs) {
-                    Err(e) => HookOutcome {
-                        reason: Some(format!("cannot create its log directory: {e}")),
-                        status: HookStatus::Failed,
-                        ..HookOutcome::skipped(HookKind::Command, label, "")
-                    },
-                    Ok(()) => {
-                        let log = logs.join(format!("post-setup-{}.log", i + 1));
-                        let outcome =
-                            crate::setup::run_command(cmd, &env, &log, reporter, Some(&watch));
-                        if outcome.is_failure() && !cmd.continue_on_error.unwrap_or(false) {
-                            stop_reason =
-                                Some(format!("an earlier command ({}) failed", outcome.label));
-                        }
-                        outcome
-                    }
-                }
-            };
-            self.report(reporter, outcome);
-        }
-        self.interrupted = watch.received();
-    }
-
-    /// Whether the command list may run: already trusted, trusted now by
-    /// `--trust`, or trusted by the user's answer. A trust store that cannot
-    /// be read means "not trusted", with a problem recorded.
-    fn trusted(
-        &mut self,
-        commands: &[atsf::PostSetupCommand],
-        ask: &dyn Fn(&[atsf::PostSetupCommand]) -> bool,
-    ) -> bool {
-        let root = &self.project.main_root;
-        let hash = crate::setup::commands_hash(commands);
-        let store = match TrustStore::open() {
-            Ok(s) => s,
-            Err(e) => {
-                self.problems.push(e.to_string());
-                return false;
-            }
-        };
-        match store.is_trusted(root, &hash) {
-            Ok(true) => return true,
-            Ok(false) => {}
-            Err(e) => self.problems.push(format!(
-                "{e}; the commands count as not trusted (`grove trust` rewrites the trust store)"
-            )),
-        }
-        if !(self.task.trust || ask(commands)) {
-            return false;
-        }
-        match store.trust(root, &hash) {
-            Ok(Some(saved)) => self.problems.push(format!(
-                "the unreadable trust store was kept as {}",
-                saved.display()
-            )),
-            Ok(None) => {}
-            Err(e) => self
-                .problems
-                .push(format!("the commands run, but trust was not saved: {e}")),
-        }
-        true
+        .run(reporter);
+        self.outcomes.extend(ran.outcomes);
+        self.interrupted = ran.interrupted;
     }
 
     /// `initialPrompt` then `--prompt`, as the thread's first user messages.

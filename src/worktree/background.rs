@@ -218,30 +218,61 @@ pub fn runs(section: ThreadSection<'_>) -> Vec<BackgroundRun> {
 }
 
 /// The process groups of the task's background commands still running:
-/// processes in them are grove's own, not "at work" in the worktree.
+/// processes in them are grove's own, not "at work" in the worktree. Only
+/// those this machine shows to be grove's waiter and its child count: the
+/// pids come from `thread.json`, which a pull or a commit can change.
 pub(crate) fn running_groups(thread: &Thread) -> Vec<u32> {
+    ours_running(thread)
+        .iter()
+        .flat_map(|r| [r.waiter_pid, r.pid])
+        .flatten()
+        .collect()
+}
+
+/// The task's background commands that run now, each checked to be
+/// grove's own (see [`is_ours`]).
+fn ours_running(thread: &Thread) -> Vec<BackgroundRun> {
     let Ok(meta) = thread.meta() else {
         return Vec::new();
     };
     runs(meta.grove())
-        .iter()
-        .filter(|r| r.state == BackgroundState::Running)
-        .flat_map(|r| [r.waiter_pid, r.pid])
-        .flatten()
+        .into_iter()
+        .filter(|r| r.state == BackgroundState::Running && is_ours(r, thread.id()))
         .collect()
+}
+
+/// Whether `run`'s processes are what it says: its waiter a `grove
+/// __setup-wait` for this thread's command `run.key`, its command that
+/// waiter's child. A recorded pid alone never gets a signal from grove.
+fn is_ours(run: &BackgroundRun, thread_id: &str) -> bool {
+    let (Some(waiter), Some(pid)) = (run.waiter_pid, run.pid) else {
+        return false;
+    };
+    let Ok(cmdline) = std::fs::read(format!("/proc/{waiter}/cmdline")) else {
+        return false;
+    };
+    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+    let waits_for_it = args.get(1) == Some(&&b"__setup-wait"[..])
+        && args
+            .get(2)
+            .and_then(|job| serde_json::from_slice::<Job>(job).ok())
+            .is_some_and(|job| job.thread_id == thread_id && job.key == run.key);
+    waits_for_it && parent_of(pid) == Some(waiter)
+}
+
+/// The parent of `pid`, from `/proc/<pid>/stat`.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name (in parentheses): the state, then the parent.
+    let (_, rest) = stat.rsplit_once(") ")?;
+    rest.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Kills the task's background commands still running (the waiter first,
 /// so it records nothing after, then the command's group) and records them
 /// as killed, `why`. Returns those killed.
 pub fn kill_running(thread: &Thread, why: &str) -> Vec<BackgroundRun> {
-    let Ok(meta) = thread.meta() else {
-        return Vec::new();
-    };
-    let mut killed: Vec<BackgroundRun> = runs(meta.grove())
-        .into_iter()
-        .filter(|r| r.state == BackgroundState::Running)
-        .collect();
+    let mut killed = ours_running(thread);
     for run in &mut killed {
         for pid in [run.waiter_pid, run.pid].into_iter().flatten() {
             crate::setup::kill_tree(pid);

@@ -1,6 +1,7 @@
 //! Background setup commands (`postSetupCommands[].background`), `grove
 //! setup`, and the user's own hooks (`config.toml` `[hooks]`).
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -257,4 +258,38 @@ fn user_hooks_run_in_a_repository_without_config() {
     std::fs::write(config.join("config.toml"), "[hooks]\npost-setp = []\n").unwrap();
     let err = fails_with(sb.grove(&repo).args(["list"]), 1);
     assert!(err.contains("post-setp"), "{err}");
+}
+
+#[test]
+fn rm_never_kills_a_pid_only_thread_json_names() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let out = new_task(&sb, &repo, &["t"]);
+    let id = out["threadId"].as_str().unwrap().to_string();
+    let wt = PathBuf::from(out["worktreePath"].as_str().unwrap());
+    // A process of the user's, and a thread.json (pulled, committed,
+    // edited) that claims it as its background setup.
+    let mut bystander = std::process::Command::new("sleep")
+        .arg("30")
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let pid = bystander.id();
+    let path = wt.join(format!(".agent/threads/{id}/thread.json"));
+    let mut meta = read_json(&path);
+    meta["metadata"]["grove"]["backgroundSetup"] = json!([{
+        "key": "post-setup-1", "label": "forged", "state": "running",
+        "pid": pid, "waiterPid": pid, "startedAt": "2025-01-01T00:00:00.000Z"
+    }]);
+    std::fs::write(&path, serde_json::to_vec_pretty(&meta).unwrap()).unwrap();
+    let removed = json(&ok(sb.grove(&repo).args([
+        "rm",
+        &id,
+        "--foreground",
+        "--json",
+    ])));
+    assert!(removed.get("setupKilled").is_none(), "{removed}");
+    assert!(alive(u64::from(pid)), "the bystander was killed");
+    let _ = bystander.kill();
+    let _ = bystander.wait();
 }

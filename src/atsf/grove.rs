@@ -325,6 +325,38 @@ mod tests {
     }
 
     #[test]
+    fn a_background_run_replaces_its_own_entry_and_keeps_the_others() {
+        let mut metadata: Extra = serde_json::from_str(
+            r#"{"grove": {"backgroundSetup": [{"key": "user-setup-1", "label": "u",
+                "state": "ok", "startedAt": "t", "future": 1}, "not a run"]}}"#,
+        )
+        .unwrap();
+        let mut run = BackgroundRun {
+            key: "post-setup-1".into(),
+            label: "cargo fetch".into(),
+            state: BackgroundState::Running,
+            pid: Some(10),
+            waiter_pid: Some(9),
+            started_at: "t".into(),
+            ended_at: None,
+            exit_code: None,
+            log_file: None,
+            reason: None,
+            extra: Extra::new(),
+        };
+        ThreadSectionMut::of(&mut metadata).set_background_run(&run);
+        run.state = BackgroundState::Failed;
+        run.exit_code = Some(2);
+        ThreadSectionMut::of(&mut metadata).set_background_run(&run);
+        let runs = ThreadSection::of(Some(&metadata)).background_setup();
+        assert_eq!(runs.len(), 2, "{runs:?}");
+        assert_eq!(runs[0].extra["future"], 1, "unknown fields kept");
+        assert_eq!(runs[1].state, BackgroundState::Failed);
+        assert_eq!(runs[1].exit_code, Some(2));
+        assert_eq!(metadata["grove"]["backgroundSetup"][1], "not a run");
+    }
+
+    #[test]
     fn conflicts_recorded_before_are_kept_under_new_ones() {
         let mut metadata: Extra =
             serde_json::from_str(r#"{"grove": {"syncConflicts": {"a": 1, "b": 2}}}"#).unwrap();

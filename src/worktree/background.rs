@@ -91,13 +91,16 @@ pub(crate) fn start(
 #[allow(clippy::disallowed_methods)] // grove's own binary, not a user command
 fn hand_over(program: &Path, job: &Job) -> std::result::Result<(), String> {
     use std::os::unix::process::CommandExt;
-    let job = serde_json::to_string(job).map_err(|e| e.to_string())?;
+    let text = serde_json::to_string(job).map_err(|e| e.to_string())?;
     let mut child = std::process::Command::new(program)
         .arg("__setup-wait")
-        .arg(job)
+        .arg(text)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
+        // Not wherever grove was started (another task's worktree, which
+        // its `rm` would then find held): the main checkout stays.
+        .current_dir(&job.env.repo_root)
         // Its own process group: a Ctrl-C at the terminal ends the command
         // the user ran, not the setup it left running.
         .process_group(0)

@@ -293,3 +293,21 @@ fn rm_never_kills_a_pid_only_thread_json_names() {
     let _ = bystander.kill();
     let _ = bystander.wait();
 }
+
+#[test]
+fn a_background_setup_started_from_another_task_does_not_hold_that_task() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let a = new_task(&sb, &repo, &["first"]);
+    let wt_a = PathBuf::from(a["worktreePath"].as_str().unwrap());
+    let a_id = a["threadId"].as_str().unwrap().to_string();
+    config_with(&repo, json!([background("sleep 30")]));
+    let b = json(&ok(sb
+        .grove(&wt_a)
+        .args(["new", "second", "--trust", "--json"])));
+    let b_id = b["threadId"].as_str().unwrap().to_string();
+    assert_eq!(state_of(&sb, &repo, &b_id, "sleep 30"), "running");
+    // The waiter is not in the first task's worktree: rm needs no --reap.
+    ok(sb.grove(&repo).args(["rm", &a_id, "--foreground"]));
+    ok(sb.grove(&repo).args(["rm", &b_id, "--foreground"]));
+}

@@ -285,15 +285,21 @@ pub fn kill_running(thread: &Thread, why: &str) -> Vec<BackgroundRun> {
         run.ended_at = Some(atsf::now_timestamp());
     }
     if !killed.is_empty() {
-        let _ = thread.update_meta(|m| {
-            let mut grove = m.grove_mut();
-            for run in &killed {
-                grove.set_background_run(run);
-            }
-        });
+        record_runs(thread, &killed);
         wait_gone(&killed);
     }
     killed
+}
+
+/// Records `runs` in `thread` (best effort: a thread that cannot be
+/// written keeps `running`, which reads as failed once the waiter is gone).
+pub(crate) fn record_runs(thread: &Thread, runs: &[BackgroundRun]) {
+    let _ = thread.update_meta(|m| {
+        let mut grove = m.grove_mut();
+        for run in runs {
+            grove.set_background_run(run);
+        }
+    });
 }
 
 /// Waits (a short while) until the killed groups are gone, so the worktree

@@ -355,6 +355,7 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
         branch: branch_plan.delete.clone(),
         branch_tip: branch_plan.tip.clone(),
     })?;
+    record_killed_in_cache(&id, &cached.dirs, &setup_killed);
     // From here an interrupted removal is the intent journal's to finish.
     let cached = cached.go_ahead();
     let branch_deleted =
@@ -418,6 +419,25 @@ fn checked_and_saved(
     let saved = saved.map(|dirs| dirs.map(|d| MarkedRemoving::new(&found.repo_root, d)));
     checked?;
     Ok((scanned, saved.transpose()?))
+}
+
+/// The cached copy of the thread, saved before its background setup was
+/// killed, learns that it was.
+fn record_killed_in_cache(
+    id: &ThreadId,
+    cached: &[PathBuf],
+    killed: &[crate::atsf::grove::BackgroundRun],
+) {
+    if killed.is_empty() {
+        return;
+    }
+    if let Some(dir) = cached
+        .iter()
+        .find(|d| d.file_name().is_some_and(|n| n == id.as_str()))
+    {
+        let thread = crate::store::Thread::at(id.clone(), dir.clone());
+        super::background::record_runs(&thread, killed);
+    }
 }
 
 /// Cache entries saved with the state `removing` before the removal is

@@ -179,6 +179,9 @@ fn rm_kills_a_running_background_command_without_reap() {
     eventually("the command's processes are gone", || {
         !alive(pid) && !alive(waiter)
     });
+    // The thread kept in the cache says so too.
+    let shown = ok(sb.grove(&repo).args(["show", &id]));
+    assert!(shown.contains("killed sleep 30"), "{shown}");
 }
 
 #[test]

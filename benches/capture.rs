@@ -1,4 +1,4 @@
-//! Live capture benchmark: `cargo bench --bench capture`.
+//! Live capture benchmark: `cargo bench --bench capture [-- 1.0]`.
 //!
 //! What one agent turn costs with a 20 MB Claude Code transcript: the task's
 //! thread has captured the transcript once; each round appends a turn (a
@@ -16,6 +16,9 @@
 //! time from the turn's write to both its messages in the thread — brought
 //! by the follow-up, the promise being within a second.
 //!
+//! The first capture's peak memory is measured too (a second task capturing
+//! the same transcript, through a wrapper that waits for it alone).
+//!
 //! The last check: every round's two messages are in the thread, once.
 //! GROVE_BENCH_SCALE shrinks the transcript for a quick look.
 
@@ -28,8 +31,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::claude::{SESSION, common, transcript};
-use common::{median, scaled};
+use common::claude::{SESSION, common, transcript, transcript_1_0};
+use common::{median, peak_with_input, scaled};
 
 const GROVE: &str = env!("CARGO_BIN_EXE_grove");
 const ROUNDS: usize = 21;
@@ -104,7 +107,27 @@ fn append_turn(file: &Path, last: &mut String, n: usize) {
     *last = a;
 }
 
+/// `grove new NAME --agent claude-code`: the task's thread id and worktree.
+fn new_task(b: &Bench, name: &str) -> (String, PathBuf) {
+    let out = b
+        .grove(&b.repo)
+        .args(["new", name, "--agent", "claude-code", "--json"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("new");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let task: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let id = task["threadId"].as_str().expect("id").to_string();
+    let wt = PathBuf::from(task["worktreePath"].as_str().expect("wt"));
+    (id, wt)
+}
+
 fn main() {
+    common::serve_as_peak_wrapper();
     let tmp = tempfile::Builder::new()
         .prefix("grove-bench-capture-")
         .tempdir()
@@ -117,23 +140,17 @@ fn main() {
     std::fs::create_dir_all(&b.repo).expect("repo");
     b.git(&["init", "-q"]);
     b.git(&["commit", "-q", "--allow-empty", "-m", "init"]);
-    let out = b
-        .grove(&b.repo)
-        .args(["new", "bench", "--agent", "claude-code", "--json"])
-        .stdin(Stdio::null())
-        .output()
-        .expect("new");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let task: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    let id = task["threadId"].as_str().expect("id").to_string();
-    let wt = PathBuf::from(task["worktreePath"].as_str().expect("wt"));
-
+    let (id, wt) = new_task(&b, "bench");
     let file = dir.join(format!("{SESSION}.jsonl"));
-    let (mut last, turns) = transcript(&file, scaled(20 << 20));
+    // `-- 1.0`: a Claude Code 1.0 session, a subagent's sidechain written
+    // inline in every turn.
+    let shape_1_0 = std::env::args().skip(1).any(|a| a == "1.0");
+    let write = if shape_1_0 {
+        transcript_1_0
+    } else {
+        transcript
+    };
+    let (mut last, turns) = write(&file, scaled(20 << 20));
     let mb = std::fs::metadata(&file).expect("size").len() as f64 / (1 << 20) as f64;
     let hook = serde_json::json!({
         "session_id": SESSION,
@@ -150,9 +167,18 @@ fn main() {
         c
     };
     let first = time(&mut capture(), hook.as_bytes());
+    // The same first capture into another task, its peak memory measured.
+    let (other, other_wt) = new_task(&b, "bench-peak");
+    let mut c = b.grove(&other_wt);
+    c.args(["capture", "claude", "--thread", &other]);
+    let mut other_hook: serde_json::Value = serde_json::from_str(&hook).expect("hook");
+    other_hook["cwd"] = other_wt.to_string_lossy().into_owned().into();
+    let first_kb = peak_with_input(&c, other_hook.to_string().as_bytes());
     println!(
-        "first capture of the {mb:.1} MB transcript ({turns} turns): {:.0} ms",
-        first.as_secs_f64() * 1e3
+        "first capture of the {mb:.1} MB {} transcript ({turns} turns): {:.0} ms, peak {:.1} MiB (target <= 30 MiB)",
+        if shape_1_0 { "1.0" } else { "2.1" },
+        first.as_secs_f64() * 1e3,
+        first_kb as f64 / 1024.0
     );
     let count = || {
         std::fs::read_to_string(wt.join(".agent/threads").join(&id).join("messages.jsonl"))

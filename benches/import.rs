@@ -1,15 +1,18 @@
-//! Import benchmark: `cargo bench --bench import`.
+//! Import benchmark: `cargo bench --bench import [-- 2.1|1.0]`.
 //!
-//! A 20 MB Claude Code transcript (records shaped like the real 2.1
-//! fixtures: prompts, replies split over several records with one usage,
-//! tool calls with their results and `toolUseResult`, progress and
-//! file-history records), imported into a git repository:
+//! A 20 MB Claude Code transcript, imported into a git repository, in two
+//! shapes: records like the real 2.1 fixtures (prompts, replies split over
+//! several records with one usage, tool calls with their results and
+//! `toolUseResult`, progress and file-history records), and a 1.0 session
+//! whose every turn runs a subagent, its sidechain written inline
+//! (`isSidechain: true` records between the `Task` call and its result).
 //!
 //! - the first import: its time and peak memory (target: peak <= 60 MB);
 //! - then, each round, two new records are appended and imported again,
 //!   alternating with `cat` of the whole file into a pipe that is read
-//!   (page cache warm for both): ratio of medians (target <= 3) and the
-//!   re-import's peak memory (target <= 30 MB).
+//!   (page cache warm for both; each process timed itself, no shell):
+//!   ratio of medians (target <= 3) and the re-import's peak memory
+//!   (target <= 30 MB).
 //!
 //! Peak memory is each child's own maximum resident set, from `wait4`.
 //! GROVE_BENCH_SCALE shrinks the transcript for a quick look.
@@ -18,22 +21,75 @@
 #![allow(clippy::disallowed_methods)]
 
 use std::io::Write;
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 mod common;
-use common::claude::{SESSION, common, transcript};
-use common::{median, peak, scaled, time_piped as time};
+use common::claude::{SESSION, common, common_1_0, transcript, transcript_1_0};
+use common::{median, peak, scaled, time_piped as time, wanted};
 
 const GROVE: &str = env!("CARGO_BIN_EXE_grove");
+/// A transcript shape: its name, how to write one of about some bytes
+/// (the conversation's last uuid and the turns written), and a turn's two
+/// new records after a record (the prompt and the reply, one a line).
+struct Shape {
+    name: &'static str,
+    write: fn(&Path, usize) -> (String, usize),
+    side: bool,
+}
+
+/// Two new records going on the conversation after `last`: a prompt and a
+/// reply, as a hook sees after a turn.
+fn two_records(shape: &Shape, last: &str, turns: usize) -> (String, String) {
+    let record = |kind: &str, uuid: &str, parent: &str, t: usize| {
+        let parent = Some(parent.to_string());
+        if shape.side {
+            common_1_0(kind, uuid, &parent, t, false)
+        } else {
+            common(kind, uuid, &parent, t)
+        }
+    };
+    let t = turns * 7;
+    let u = format!("u-new-{turns}");
+    let a = format!("a-new-{turns}");
+    let mut prompt = record("user", &u, last, t);
+    prompt["message"] = serde_json::json!({"role": "user", "content": "one more thing"});
+    let mut reply = record("assistant", &a, &u, t + 1);
+    reply["message"] = serde_json::json!({"model": "claude-opus-4-6", "id": format!("msg_new_{turns}"),
+        "role": "assistant", "content": [{"type": "text", "text": "Done."}],
+        "usage": {"input_tokens": 1, "output_tokens": 2}});
+    (format!("{prompt}\n{reply}"), a)
+}
+
 fn main() {
     common::serve_as_peak_wrapper();
     let tmp = tempfile::Builder::new()
         .prefix("grove-bench-import-")
         .tempdir()
         .expect("tempdir");
-    let dir = tmp.path();
+    for shape in [
+        Shape {
+            name: "2.1",
+            write: transcript,
+            side: false,
+        },
+        Shape {
+            name: "1.0",
+            write: transcript_1_0,
+            side: true,
+        },
+    ] {
+        if wanted(shape.name) {
+            bench(&tmp.path().join(shape.name), &shape);
+        }
+    }
+}
+
+fn bench(dir: &Path, shape: &Shape) {
+    println!("Claude Code {} transcript:", shape.name);
     let repo = dir.join("repo");
     std::fs::create_dir_all(&repo).expect("repo");
+    let dir = &dir;
     let git = |args: &[&str]| {
         let ok = Command::new("git")
             .current_dir(&repo)
@@ -57,7 +113,7 @@ fn main() {
         "init",
     ]);
     let file = dir.join(format!("{SESSION}.jsonl"));
-    let (mut last, mut turns) = transcript(&file, scaled(20 << 20));
+    let (mut last, mut turns) = (shape.write)(&file, scaled(20 << 20));
     let mb = std::fs::metadata(&file).expect("size").len() as f64 / (1 << 20) as f64;
     let import = || {
         let mut c = Command::new(GROVE);
@@ -96,18 +152,8 @@ fn main() {
             .append(true)
             .open(&file)
             .expect("append");
-        let mut parent = Some(last.clone());
-        let t = turns * 7;
-        let u = format!("u-new-{turns}");
-        let a = format!("a-new-{turns}");
-        let mut prompt = common("user", &u, &parent, t);
-        prompt["message"] = serde_json::json!({"role": "user", "content": "one more thing"});
-        parent = Some(u);
-        let mut reply = common("assistant", &a, &parent, t + 1);
-        reply["message"] = serde_json::json!({"model": "claude-opus-4-6", "id": format!("msg_new_{turns}"),
-            "role": "assistant", "content": [{"type": "text", "text": "Done."}],
-            "usage": {"input_tokens": 1, "output_tokens": 2}});
-        writeln!(f, "{prompt}\n{reply}").expect("write");
+        let (lines, a) = two_records(shape, &last, turns);
+        writeln!(f, "{lines}").expect("write");
         drop(f);
         last = a;
         turns += 1;

@@ -205,10 +205,10 @@ pub fn execute(plan: &Plan, force: bool) -> Result<Deleted> {
 /// by a refusal.
 fn check(plan: &Plan, force: bool) -> Result<()> {
     if !plan.dropped.is_empty() && !force {
-        return Err(Error::Refused(format!(
+        return Err(Error::hinted(format!(
             "deleting {} removes {}, which also holds thread(s) {} — they would be deleted too. \
-             Pass --force to delete them as well, or delete the thread without its worktree \
-             after `grove rm`",
+             Pass {{force}} to delete them as well, or delete the thread without its worktree \
+             after `{{remove}}`",
             plan.targets
                 .first()
                 .map(|t| t.thread.id().to_string())
@@ -239,8 +239,8 @@ fn check(plan: &Plan, force: bool) -> Result<()> {
         if !force {
             let reasons = worktree::unsafe_reasons(&repo, owner)?;
             if !reasons.is_empty() {
-                return Err(Error::Refused(format!(
-                    "not deleting thread {} with its worktree {}: {}. Commit and push (or merge) the work, or pass --force",
+                return Err(Error::hinted(format!(
+                    "not deleting thread {} with its worktree {}: {}. Commit and push (or merge) the work, or pass {{force}}",
                     owner.thread.id(),
                     wt.display(),
                     reasons.join("; ")

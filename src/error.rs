@@ -109,6 +109,13 @@ pub enum Error {
     #[error("{0}")]
     Refused(String),
 
+    /// grove will not do this because it could lose work, and an option of
+    /// the operation or another command would get past it: the message
+    /// names those as [`Hint`]s, which each front end words in its own terms
+    /// (the command line: `--force`), so the library names no flags.
+    #[error("{0}")]
+    Hinted(Hinted),
+
     /// An incremental import cannot go on from where the last one stopped
     /// (the source was rewritten, a thread is gone or moved on): the source
     /// is imported again from its start. Never reaches the user.
@@ -120,7 +127,143 @@ pub enum Error {
     Other(String),
 }
 
+/// What would get past a refusal: an option of the operation, or a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hint {
+    /// Do it anyway, work or no work (`rm`, `delete`).
+    Force,
+    /// End the processes at work in the worktree first (`rm`).
+    Reap,
+    /// Delete the threads with the worktree instead of keeping them (`rm`).
+    Purge,
+    /// Send a copy with each secret replaced (`push`, `export`).
+    Redact,
+    /// Send a thread as it is, secrets and all (`push`, `export`).
+    AllowSecrets,
+    /// Remove the task by force (`grove rm --force`).
+    RemoveForce,
+    /// Remove the task (`grove rm`).
+    Remove,
+    /// List a thread's secrets (`grove scan`).
+    Scan,
+    /// Run the project's setup commands without asking (`--trust`).
+    Trust,
+    /// Leave the project's setup out (`--no-hooks`).
+    NoHooks,
+    /// Leave the submodules out (`--no-submodules`).
+    NoSubmodules,
+}
+
+impl Hint {
+    const ALL: [Hint; 11] = [
+        Hint::Force,
+        Hint::Reap,
+        Hint::Purge,
+        Hint::Redact,
+        Hint::AllowSecrets,
+        Hint::RemoveForce,
+        Hint::Remove,
+        Hint::Scan,
+        Hint::Trust,
+        Hint::NoHooks,
+        Hint::NoSubmodules,
+    ];
+
+    /// The marker standing for the hint in a [`Hinted`] message.
+    pub fn marker(self) -> &'static str {
+        match self {
+            Hint::Force => "{force}",
+            Hint::Reap => "{reap}",
+            Hint::Purge => "{purge}",
+            Hint::Redact => "{redact}",
+            Hint::AllowSecrets => "{allow-secrets}",
+            Hint::RemoveForce => "{remove-force}",
+            Hint::Remove => "{remove}",
+            Hint::Scan => "{scan}",
+            Hint::Trust => "{trust}",
+            Hint::NoHooks => "{no-hooks}",
+            Hint::NoSubmodules => "{no-submodules}",
+        }
+    }
+
+    /// The hint in words of no particular front end.
+    pub fn generic(self) -> String {
+        match self {
+            Hint::Force => "the force option",
+            Hint::Reap => "the reap option",
+            Hint::Purge => "the purge option",
+            Hint::Redact => "the redact option",
+            Hint::AllowSecrets => "the allow-secrets option",
+            Hint::RemoveForce => "removing the task with the force option",
+            Hint::Remove => "removing the task",
+            Hint::Scan => "a secret scan",
+            Hint::Trust => "the trust option",
+            Hint::NoHooks => "the no-hooks option",
+            Hint::NoSubmodules => "the no-submodules option",
+        }
+        .to_string()
+    }
+}
+
+/// How the front end words hints, once it has said so
+/// ([`set_hint_words`]); [`Hint::generic`] until then.
+static HINT_WORDS: std::sync::OnceLock<fn(Hint) -> String> = std::sync::OnceLock::new();
+
+/// Has every [`Hinted`] message, wherever it is displayed, word its hints
+/// with `words` — the command line's flags and commands, say. Set once, at
+/// start-up; later calls change nothing.
+pub fn set_hint_words(words: fn(Hint) -> String) {
+    let _ = HINT_WORDS.set(words);
+}
+
+fn hint_words() -> fn(Hint) -> String {
+    HINT_WORDS.get().copied().unwrap_or(Hint::generic)
+}
+
+/// A refusal whose message names what would get past it as [`Hint`]s.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hinted {
+    text: String,
+}
+
+impl Hinted {
+    /// `text`, with a [`Hint::marker`] where each hint goes.
+    pub fn new(text: impl Into<String>) -> Self {
+        Hinted { text: text.into() }
+    }
+
+    /// The hints the message gives, in the order of [`Hint`].
+    pub fn hints(&self) -> Vec<Hint> {
+        Hint::ALL
+            .into_iter()
+            .filter(|h| self.text.contains(h.marker()))
+            .collect()
+    }
+
+    /// The message, each hint worded by `word`.
+    pub fn render(&self, word: impl Fn(Hint) -> String) -> String {
+        let mut out = self.text.clone();
+        for hint in self.hints() {
+            out = out.replace(hint.marker(), &word(hint));
+        }
+        out
+    }
+}
+
+impl std::fmt::Display for Hinted {
+    /// The message, its hints worded as the front end said
+    /// ([`set_hint_words`]).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.render(hint_words()))
+    }
+}
+
 impl Error {
+    /// A refusal that names what would get past it (see [`Hinted`]).
+    pub fn hinted(text: impl Into<String>) -> Self {
+        Error::Hinted(Hinted::new(text))
+    }
+
     /// Wraps an `io::Error` with the action and the path it concerned.
     pub fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
@@ -154,5 +297,34 @@ pub(crate) trait IoContext<T> {
 impl<T> IoContext<T> for std::io::Result<T> {
     fn ctx(self, action: &'static str, path: &std::path::Path) -> Result<T> {
         self.map_err(|e| Error::io(action, path, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_names_its_hints_and_each_front_end_words_them() {
+        let refusal =
+            Hinted::new("not removing x: work. Pass {force}, or {reap}; `{remove-force}` too");
+        assert_eq!(
+            refusal.hints(),
+            [Hint::Force, Hint::Reap, Hint::RemoveForce]
+        );
+        let cli = refusal.render(|h| match h {
+            Hint::Force => "--force".into(),
+            Hint::Reap => "--reap".into(),
+            _ => "grove rm --force".into(),
+        });
+        assert_eq!(
+            cli,
+            "not removing x: work. Pass --force, or --reap; `grove rm --force` too"
+        );
+        let generic = refusal.render(Hint::generic);
+        assert!(
+            !generic.contains("--") && !generic.contains('{'),
+            "{generic}"
+        );
     }
 }

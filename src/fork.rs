@@ -9,7 +9,6 @@
 //! staged child is dropped, and the fork is made again from the new state —
 //! a few times, then it fails cleanly. There is never a one-sided link.
 
-use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -348,11 +347,11 @@ fn prepare_from(
         meta.add_tags(&tags);
     }
     let staged = store.stage_thread(&meta)?;
-    let messages_path = staged.path().join(atsf::MESSAGES_FILE);
+    let messages_path = staged.log_path();
     let now = atsf::now_timestamp();
     let (copied, message_index, comment) = match &spec.derivation {
         Derivation::Fork { at } => {
-            let copied = copy_messages(parent, &snap, *at, &messages_path)?;
+            let copied = copy_messages(parent, &snap, *at, &staged)?;
             link_assets(&parent.assets_dir(), &staged.path().join(atsf::ASSETS_DIR))?;
             let index = copied.lines.checked_sub(1);
             meta.origin_thread_id = Some(parent.id().to_string());
@@ -363,7 +362,8 @@ fn prepare_from(
             let mut message = Message::new(Role::System, vec![ContentBlock::text(summary)]);
             message.timestamp = now.clone();
             let line = atsf::to_line(&message)?;
-            std::fs::write(&messages_path, &line).ctx("writing", &messages_path)?;
+            std::io::Write::write_all(&mut staged.open_log()?, &line)
+                .ctx("writing", &messages_path)?;
             let mut stats = Stats::default();
             stats.add(&message);
             let parent_lines = count_lines(parent, &snap)?;
@@ -416,14 +416,20 @@ struct Copied {
 /// syncing 50 MB costs more than the whole fork. After a power loss the
 /// fork's log may be short; the parent's is untouched, and the next append
 /// (or `grove repair`) recounts the fork's stats.
-fn copy_messages(parent: &Thread, snap: &Snapshot, at: Option<u64>, to: &Path) -> Result<Copied> {
+fn copy_messages(
+    parent: &Thread,
+    snap: &Snapshot,
+    at: Option<u64>,
+    staged: &StagedThread,
+) -> Result<Copied> {
     let from = parent.messages_path();
+    let to = &staged.log_path();
     if at.is_none() {
         // Fast path: every line a valid message, so the bytes are copied by
         // the kernel unparsed.
         if let Some(newlines) = all_lines_valid(&from, snap)? {
             let mut src = crate::fsutil::open_read(&from)?;
-            let mut dst = File::create(to).ctx("creating", to)?;
+            let mut dst = staged.open_log()?;
             let bytes = std::io::copy(&mut (&mut src).take(snap.messages_len), &mut dst)
                 .ctx("copying", &from)?;
             let mut stats = snap.meta.stats.clone();
@@ -438,7 +444,7 @@ fn copy_messages(parent: &Thread, snap: &Snapshot, at: Option<u64>, to: &Path) -
     }
     let src = crate::fsutil::open_read(&from)?;
     let mut reader = BufReader::with_capacity(256 * 1024, src.take(snap.messages_len));
-    let mut out = BufWriter::with_capacity(256 * 1024, File::create(to).ctx("creating", to)?);
+    let mut out = BufWriter::with_capacity(256 * 1024, staged.open_log()?);
     let mut copied = Copied {
         lines: 0,
         bytes: 0,

@@ -116,4 +116,4 @@ pub mod userconfig;
 pub mod validate;
 pub mod worktree;
 
-pub use error::{Error, Result};
+pub use error::{Error, Hint, Hinted, Result, set_hint_words};

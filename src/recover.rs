@@ -292,9 +292,9 @@ fn finish_removal(
 ) -> Result<()> {
     let repo = Repo::new(repo)?;
     if exists(&worktree.join(".git")) && crate::worktree::is_dirty(worktree)? {
-        return Err(Error::Refused(format!(
-            "an interrupted `grove rm` of {} was not finished: the worktree has uncommitted changes \
-             now; `grove rm --force` removes it anyway",
+        return Err(Error::hinted(format!(
+            "an interrupted `{{remove}}` of {} was not finished: the worktree has uncommitted changes \
+             now; `{{remove-force}}` removes it anyway",
             worktree.display()
         )));
     }

@@ -106,3 +106,120 @@ pub fn turn(n: usize, parent: &mut Option<String>, body: &str, file: &str) -> Ve
     );
     lines
 }
+
+/// Writes a Claude Code 1.0 transcript of about `bytes`: each turn a
+/// prompt, a reply calling `Task`, the subagent's sidechain written inline
+/// (`isSidechain: true`, its own chain from a root without parent: a
+/// prompt, replies reading files and their results, a closing reply), then the
+/// `Task` result and a closing reply in the conversation. Returns the uuid
+/// of the conversation's last record and the turns written.
+pub fn transcript_1_0(path: &Path, bytes: usize) -> (String, usize) {
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).expect("transcript"));
+    let mut written = 0;
+    let mut parent: Option<String> = None;
+    let mut n = 0usize;
+    let body = "The coupon path subtracts the amount without a floor, so a large coupon makes the total negative. ";
+    let file = "export function total(items, coupon) {\n  return sum(items) - coupon.amount;\n}\n"
+        .repeat(40);
+    while written < bytes {
+        for line in turn_1_0(n, &mut parent, body, &file) {
+            writeln!(out, "{line}").expect("write");
+            written += line.len() + 1;
+        }
+        n += 1;
+    }
+    out.flush().expect("flush");
+    (parent.unwrap_or_default(), n)
+}
+
+/// A record of a 1.0 transcript: `side` says whether it is a sidechain's.
+pub fn common_1_0(
+    kind: &str,
+    uuid: &str,
+    parent: &Option<String>,
+    t: usize,
+    side: bool,
+) -> serde_json::Value {
+    let mut v = common(kind, uuid, parent, t);
+    v["isSidechain"] = side.into();
+    v["version"] = "1.0.108".into();
+    v
+}
+
+/// How many files a subagent reads: its sidechain is about 5/6 of a turn.
+const SIDE_READS: usize = 8;
+
+/// One 1.0 turn (see [`transcript_1_0`]).
+fn turn_1_0(n: usize, parent: &mut Option<String>, body: &str, file: &str) -> Vec<String> {
+    let id = |k: &str| format!("{k}-{n:08}");
+    let t = n * 7;
+    let text = |s: String| serde_json::json!([{"type": "text", "text": s}]);
+    let reply = |content: serde_json::Value, m: &str| {
+        serde_json::json!({"model": "claude-sonnet-4-20250514", "id": format!("msg_{m}_{n:012}"),
+            "type": "message", "role": "assistant", "content": content, "stop_reason": null,
+            "usage": {"input_tokens": 3, "cache_read_input_tokens": 11442, "output_tokens": 9}})
+    };
+    let result = |call: &str, content: &str| serde_json::json!({"role": "user", "content": [{"tool_use_id": call, "type": "tool_result", "content": content}]});
+    let mut lines = Vec::new();
+    let mut push = |kind: &str, k: &str, parent: &mut Option<String>, side: bool, message| {
+        let mut v = common_1_0(kind, &id(k), parent, t, side);
+        v["message"] = message;
+        *parent = Some(id(k));
+        lines.push(v.to_string());
+    };
+    let task = format!("toolu_task_{n:08}");
+    let read = format!("toolu_read_{n:08}");
+    push(
+        "user",
+        "u",
+        parent,
+        false,
+        serde_json::json!({"role": "user", "content": format!("Turn {n}: {body}")}),
+    );
+    let task_use = serde_json::json!([{"type": "tool_use", "id": task, "name": "Task",
+        "input": {"description": "Look at the cart", "prompt": format!("Find the bug in turn {n}")}}]);
+    push("assistant", "a", parent, false, reply(task_use, "a"));
+    let mut side = None;
+    push(
+        "user",
+        "s0",
+        &mut side,
+        true,
+        serde_json::json!({"role": "user", "content": format!("Find the bug in turn {n}")}),
+    );
+    for k in 0..SIDE_READS {
+        let read = format!("{read}_{k}");
+        let read_use = serde_json::json!([{"type": "tool_use", "id": read, "name": "Read",
+            "input": {"file_path": "/home/dev/projects/shop/src/cart.ts"}}]);
+        push(
+            "assistant",
+            &format!("s1-{k}"),
+            &mut side,
+            true,
+            reply(read_use, &format!("s1_{k}")),
+        );
+        push(
+            "user",
+            &format!("s2-{k}"),
+            &mut side,
+            true,
+            result(&read, file),
+        );
+    }
+    push(
+        "assistant",
+        "s3",
+        &mut side,
+        true,
+        reply(text(body.to_string()), "s3"),
+    );
+    push("user", "r", parent, false, result(&task, body));
+    push(
+        "assistant",
+        "z",
+        parent,
+        false,
+        reply(text(format!("Done with turn {n}.")), "z"),
+    );
+    lines
+}

@@ -103,6 +103,39 @@ pub fn peak(cmd: &std::process::Command) -> u64 {
         .expect("peak")
 }
 
+/// [`peak`] of `cmd` reading `input` on its stdin (a hook's JSON).
+pub fn peak_with_input(cmd: &std::process::Command, input: &[u8]) -> u64 {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(std::env::current_exe().expect("exe"))
+        .arg("--peak-of")
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .current_dir(cmd.get_current_dir().unwrap_or(std::path::Path::new(".")))
+        .envs(cmd.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("wrapper");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input)
+        .expect("stdin");
+    let out = child.wait_with_output().expect("wrapper");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .find_map(|l| l.strip_prefix("peak-kb=")?.trim().parse().ok())
+        .expect("peak")
+}
+
 /// First thing in a benchmark's `main` that uses [`peak`]: when started
 /// as the wrapper, runs the command, prints `peak-kb=` and exits.
 pub fn serve_as_peak_wrapper() {

@@ -77,7 +77,8 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         )
         .into());
     }
-    let original = super::resolve_thread(cwd, args.thread())?;
+    let project = grove::project::Project::discover(cwd)?;
+    let original = grove::discovery::find_thread(&project, args.thread())?;
     let leaving = leaving(&original, args.secrets, out)?;
     let thread = &leaving.thread;
     let format = match args.format {

@@ -283,6 +283,8 @@ pub fn main() -> ExitCode {
         }
     }
     grove::git::cmd::set_verbose(cli.verbose);
+    // The library's refusals name what would help; here, as flags.
+    grove::set_hint_words(hint_words);
     if let Ok(exe) = std::env::current_exe() {
         grove::trash::set_background_deleter(exe.clone());
         grove::worktree::background::set_waiter(exe);
@@ -388,12 +390,36 @@ fn report(out: &Output, err: &anyhow::Error) -> ExitCode {
             return ExitCode::from(exit::SUCCESS);
         }
     }
-    let mut message = format!("{}", err);
-    for cause in err.chain().skip(1) {
+    out.error(&error_text(err));
+    ExitCode::from(exit_code_of(err))
+}
+
+/// An error and its causes, one line each.
+pub fn error_text(err: &anyhow::Error) -> String {
+    let mut chain = err.chain();
+    let mut message = chain.next().map(|e| e.to_string()).unwrap_or_default();
+    for cause in chain {
         message.push_str(&format!("\n  caused by: {cause}"));
     }
-    out.error(&message);
-    ExitCode::from(exit_code_of(err))
+    message
+}
+
+/// A library hint as the command line's flag or command.
+pub fn hint_words(hint: grove::Hint) -> String {
+    match hint {
+        grove::Hint::Force => "--force",
+        grove::Hint::Reap => "--reap",
+        grove::Hint::Purge => "--purge",
+        grove::Hint::Redact => "--redact",
+        grove::Hint::AllowSecrets => "--allow-secrets",
+        grove::Hint::RemoveForce => "grove rm --force",
+        grove::Hint::Remove => "grove rm",
+        grove::Hint::Scan => "grove scan",
+        grove::Hint::Trust => "--trust",
+        grove::Hint::NoHooks => "--no-hooks",
+        grove::Hint::NoSubmodules => "--no-submodules",
+    }
+    .to_string()
 }
 
 /// The exit code an error ends grove with.
@@ -405,7 +431,8 @@ pub fn exit_code_of(err: &anyhow::Error) -> u8 {
     }
 }
 
-/// Finds THREAD (id or unique prefix) with everything it belongs to (status,
+/// Finds THREAD (an id or prefix, a branch, a path, a title word) with
+/// everything it belongs to (status,
 /// worktree, repository); what could not be read on the way is warned about.
 pub fn resolve(
     out: &Output,
@@ -422,11 +449,4 @@ pub fn warn_skipped(out: &Output, errors: &[grove::Error]) {
     for e in errors {
         out.warn(&format!("skipped: {e}"));
     }
-}
-
-/// Finds THREAD (id or unique prefix) anywhere grove looks: the project's
-/// `.agent/`, its worktrees', and the cache.
-pub fn resolve_thread(cwd: &std::path::Path, query: &str) -> anyhow::Result<grove::store::Thread> {
-    let project = grove::project::Project::discover(cwd)?;
-    Ok(grove::discovery::find_thread(&project, query)?)
 }

@@ -79,7 +79,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
             // One refusal does not stop the others; the first decides the
             // exit code.
             Err(e) if tasks.len() > 1 => {
-                out.error(&format!("{}: {e:#}", found.thread.id()));
+                out.error(&format!("{}: {}", found.thread.id(), super::error_text(&e)));
                 failure.get_or_insert(super::exit_code_of(&e));
             }
             Err(e) => return Err(e),

@@ -12,7 +12,7 @@ use crate::git::{Repo, WorktreeEntry};
 use crate::project::Project;
 use crate::store::{Store, Thread};
 
-use super::{Found, Status};
+use super::Found;
 
 /// Puts a cached thread back into the worktree that lost it.
 pub(super) fn restore(
@@ -22,18 +22,8 @@ pub(super) fn restore(
 ) -> Result<Found> {
     let store = Store::for_project(&wt.path);
     let thread = cache::restore(c, &store)?;
-    Ok(Found {
-        meta: thread.meta()?,
-        thread,
-        status: Status::Live,
-        worktree: Some(wt.path.clone()),
-        branch: wt.branch.clone(),
-        locked: wt.locked.clone(),
-        repo_root: main_root.to_path_buf(),
-        from_cache: false,
-        integration: None,
-        written: None,
-    })
+    let meta = thread.meta()?;
+    Ok(Found::in_worktree(thread, meta, None, wt, main_root))
 }
 
 /// A `grove rm` that stopped after caching: if the directory is gone, let

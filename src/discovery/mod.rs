@@ -109,6 +109,45 @@ pub struct Found {
 }
 
 impl Found {
+    /// A thread of the main checkout's `.agent/` (no worktree of its own).
+    pub(super) fn local(listed: crate::store::ListedThread, main_root: &Path) -> Found {
+        Found {
+            status: Status::Local,
+            worktree: None,
+            branch: listed.meta.context.git_branch.clone(),
+            locked: None,
+            repo_root: main_root.to_path_buf(),
+            from_cache: false,
+            integration: None,
+            written: listed.written,
+            thread: listed.thread,
+            meta: listed.meta,
+        }
+    }
+
+    /// A thread living in the linked worktree `wt` (status `live` until
+    /// statuses are computed).
+    pub(super) fn in_worktree(
+        thread: Thread,
+        meta: ThreadMeta,
+        written: Option<std::time::SystemTime>,
+        wt: &crate::git::WorktreeEntry,
+        main_root: &Path,
+    ) -> Found {
+        Found {
+            status: Status::Live,
+            worktree: Some(wt.path.clone()),
+            branch: wt.branch.clone(),
+            locked: wt.locked.clone(),
+            repo_root: main_root.to_path_buf(),
+            from_cache: false,
+            integration: None,
+            written,
+            thread,
+            meta,
+        }
+    }
+
     /// The worktree directory, when it exists and the thread lives in it.
     pub fn live_worktree(&self) -> Option<&Path> {
         match self.status {

@@ -212,18 +212,7 @@ pub(super) fn add_local(
             out.errors.extend(listing.errors);
             for t in listing.threads {
                 seen.insert(t.thread.id().to_string());
-                out.threads.push(Found {
-                    status: Status::Local,
-                    worktree: None,
-                    branch: t.meta.context.git_branch.clone(),
-                    locked: None,
-                    repo_root: project.main_root.clone(),
-                    from_cache: false,
-                    integration: None,
-                    written: t.written,
-                    thread: t.thread,
-                    meta: t.meta,
-                });
+                out.threads.push(Found::local(t, &project.main_root));
             }
         }
         Err(e) => out.errors.push(e),
@@ -286,18 +275,7 @@ pub(super) fn worktree_threads(
             if let Err(e) = cache::refresh(main_root, &t.thread, &record) {
                 errors.push(e);
             }
-            Found {
-                status: Status::Live,
-                worktree: Some(wt.path.clone()),
-                branch: wt.branch.clone(),
-                locked: wt.locked.clone(),
-                repo_root: main_root.to_path_buf(),
-                from_cache: false,
-                integration: None,
-                written: t.written,
-                thread: t.thread,
-                meta: t.meta,
-            }
+            Found::in_worktree(t.thread, t.meta, t.written, wt, main_root)
         })
         .collect()
 }

@@ -71,6 +71,23 @@ impl Lines {
         })
     }
 
+    /// Goes on from byte `to`, past `newlines` lines that are not read
+    /// again (lines already taken, see the Claude importer's sidechains).
+    pub fn skip_to(&mut self, to: u64, newlines: u64) -> Result<()> {
+        let by = to.saturating_sub(self.offset);
+        self.reader
+            .seek_relative(i64::try_from(by).unwrap_or(i64::MAX))
+            .ctx("reading", &self.path)?;
+        self.offset = to;
+        self.number += newlines;
+        Ok(())
+    }
+
+    /// Where the next line starts.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
     /// The next line, or `None` at the end.
     pub fn next_line(&mut self) -> Result<Option<Line>> {
         let mut bytes = Vec::new();

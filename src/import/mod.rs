@@ -463,8 +463,11 @@ fn import_source(
         .iter()
         .any(|e| e.contains("not imported"));
     if let Some(v) = &started {
+        // A set: a source may have hundreds of threads (Claude Code 1.0's
+        // sidechains), compared path by path they cost more than the import.
+        let mut known: std::collections::HashSet<PathBuf> = written.iter().cloned().collect();
         for t in &v.threads {
-            if !written.contains(t) {
+            if known.insert(t.clone()) {
                 written.push(t.clone());
             }
         }

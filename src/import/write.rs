@@ -1,8 +1,9 @@
 //! Writing what importers read. An importer begins a thread, pushes its
 //! messages one at a time, and finishes it: a new thread streams into a
 //! directory built aside and moved into place whole; an existing one gets
-//! the messages it lacks appended, under its lock, in one write. Either way
-//! an import holds one record at a time, not its whole source.
+//! the messages it lacks appended, under its lock — a tail in one write, a
+//! source read whole in batches of a few MiB. Either way an import holds
+//! a few records at a time, not its whole source.
 //!
 //! A message grove cannot store as it is (an image whose data is not base64,
 //! a URL where data should be) keeps what it says as a placeholder, named by
@@ -81,6 +82,11 @@ struct ExistingThread {
     known: LogIndex,
     fresh: Vec<Message>,
     assets: Vec<PendingAsset>,
+    /// The bytes `fresh` takes as lines (counted when the source is read
+    /// whole, see [`BATCH_BYTES`]).
+    fresh_bytes: usize,
+    /// Messages appended by earlier batches of this import.
+    added: u64,
     /// Incremental import: the offset the thread was at when begun.
     expected: Option<u64>,
     pushed: u64,
@@ -243,6 +249,18 @@ impl<'a> Sink<'a> {
         Ok(handle)
     }
 
+    /// [`Sink::begin`] for a thread an incremental import last left at
+    /// `at` rather than where this import starts: a source whose threads
+    /// stop at different places (Claude Code's sidechains written inline)
+    /// writes only the ones its new records go on.
+    pub fn begin_expecting(&mut self, meta: ThreadMeta, at: u64) -> Result<ThreadHandle> {
+        let resume_at = self.resume_at.map(|_| at);
+        let resume_at = std::mem::replace(&mut self.resume_at, resume_at);
+        let handle = self.begin(meta);
+        self.resume_at = resume_at;
+        handle
+    }
+
     fn open(&mut self, mut meta: ThreadMeta) -> Result<Slot> {
         let store = match self.destination {
             Destination::Into(target) => {
@@ -310,9 +328,8 @@ impl<'a> Sink<'a> {
             }
             other => other?,
         };
-        let log_path = staged.path().join(atsf::MESSAGES_FILE);
-        let log =
-            BufWriter::with_capacity(256 * 1024, crate::fsutil::open_append(&log_path, false)?);
+        let log_path = staged.log_path();
+        let log = BufWriter::with_capacity(256 * 1024, staged.open_log()?);
         Ok(Slot::New(Box::new(NewThread {
             staged,
             meta,
@@ -370,6 +387,8 @@ impl<'a> Sink<'a> {
             known,
             fresh: Vec::new(),
             assets: Vec::new(),
+            fresh_bytes: 0,
+            added: 0,
             expected: self.resume_at,
             pushed: 0,
             keep_title: false,
@@ -416,10 +435,7 @@ impl<'a> Sink<'a> {
         }
         let result = match &mut self.threads[handle.0] {
             Slot::New(t) => t.write(m, &assets),
-            Slot::Existing(t) => {
-                t.add(m, assets);
-                Ok(())
-            }
+            Slot::Existing(t) => t.add(m, assets),
             Slot::Skipped | Slot::Closed => Ok(()),
         };
         if let Err(e) = result {
@@ -615,7 +631,7 @@ impl NewThread {
 }
 
 impl ExistingThread {
-    fn add(&mut self, m: Message, assets: Vec<PendingAsset>) {
+    fn add(&mut self, m: Message, assets: Vec<PendingAsset>) -> Result<()> {
         if !self.opening_taken
             && m.role == atsf::Role::User
             && let Some(opening) = &self.opening
@@ -625,7 +641,7 @@ impl ExistingThread {
             if crate::threads::sessions::is_opening(&m, opening) {
                 self.known.ids.insert(m.id.clone());
                 self.opening_id = Some(m.id.clone());
-                return;
+                return Ok(());
             }
         }
         // A part of a message the thread has (grove wrote one message as
@@ -635,14 +651,12 @@ impl ExistingThread {
                 .is_some_and(|(base, _)| self.known.ids.contains(base));
         if !self.known.ids.contains(&m.id) && !part_of_known {
             self.known.ids.insert(m.id.clone());
-            self.fresh.push(m);
-            self.assets.extend(assets);
-            return;
+            return self.keep(m, assets);
         }
         // Stored before its tool results existed: the results come as a
         // completion message (the stored line is never rewritten).
         let Some(pending) = self.known.pending.remove(&m.id) else {
-            return;
+            return Ok(());
         };
         let done: Vec<atsf::ToolCall> = m
             .tool_calls
@@ -653,13 +667,57 @@ impl ExistingThread {
             .collect();
         if done.is_empty() {
             self.known.pending.insert(m.id, pending);
-            return;
+            return Ok(());
         }
         let completion = atsf::completion(&m.id, done, m.timestamp.clone());
         if self.known.ids.insert(completion.id.clone()) {
-            self.fresh.push(completion);
-            self.assets.extend(assets);
+            return self.keep(completion, assets);
         }
+        Ok(())
+    }
+
+    /// Keeps `m` for the append. A source read whole (a first capture of a
+    /// long session into the task's thread) is appended in batches of
+    /// [`BATCH_BYTES`], so the import holds one batch, not the session: a
+    /// whole import decides what is new by id, so batches an interrupted
+    /// import left are not added twice. A tail is appended in one write
+    /// with its offset, as the next import relies on.
+    fn keep(&mut self, m: Message, assets: Vec<PendingAsset>) -> Result<()> {
+        if self.expected.is_none() {
+            self.fresh_bytes += line_len(&m);
+        }
+        self.fresh.push(m);
+        self.assets.extend(assets);
+        if self.fresh_bytes >= BATCH_BYTES {
+            self.append_batch()?;
+        }
+        Ok(())
+    }
+
+    /// Appends what is kept so far, under the thread's lock; `thread.json`
+    /// gets the import's state only with the last batch.
+    fn append_batch(&mut self) -> Result<()> {
+        let mut fresh = std::mem::take(&mut self.fresh);
+        let assets = std::mem::take(&mut self.assets);
+        self.fresh_bytes = 0;
+        let lock = self.thread.lock()?;
+        if log_len(&self.thread) != self.known.len {
+            let now = LogIndex::read(&self.thread.messages_path())?;
+            fresh.retain(|m| !now.ids.contains(&m.id));
+        }
+        let assets_dir = self.thread.assets_dir();
+        for asset in &assets {
+            asset.store(&assets_dir)?;
+        }
+        self.added += fresh.len() as u64;
+        let done = lock.append_all_then(fresh, AppendOptions { fsync: true }, |_| {})?;
+        if let Some(e) = done.last().and_then(|d| d.meta_error.as_ref()) {
+            return Err(Error::Other(format!(
+                "the messages were appended but thread.json was not updated: {e}"
+            )));
+        }
+        self.known.len = log_len(&self.thread);
+        Ok(())
     }
 
     fn append(self: Box<Self>, offset: Option<u64>) -> Result<ThreadOutcome> {
@@ -674,6 +732,7 @@ impl ExistingThread {
             ledger,
             opening_taken,
             opening_id,
+            added,
             ..
         } = *self;
         if keep_title {
@@ -689,7 +748,7 @@ impl ExistingThread {
             let now = LogIndex::read(&thread.messages_path())?;
             fresh.retain(|m| !now.ids.contains(&m.id));
         }
-        let added = fresh.len() as u64;
+        let added = added + fresh.len() as u64;
         let assets_dir = thread.assets_dir();
         for asset in &assets {
             asset.store(&assets_dir)?;
@@ -732,6 +791,30 @@ impl ExistingThread {
             messages_added: added,
             message_count: meta.stats.message_count,
         })
+    }
+}
+
+/// How many bytes of new messages a source read whole holds before they
+/// are appended (see `ExistingThread::keep`).
+const BATCH_BYTES: usize = 1 << 20;
+
+/// The length of `m` as a line of the log (0 if it cannot be one: the
+/// append says why).
+fn line_len(m: &Message) -> usize {
+    struct Count(usize);
+    impl Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, m) {
+        Ok(()) => count.0 + 1,
+        Err(_) => 0,
     }
 }
 
@@ -1020,4 +1103,57 @@ pub fn locate(source: &Path, needle: &str) -> String {
         line.clear();
     }
     name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::atsf::{Context, Role};
+
+    fn meta(id: &str) -> ThreadMeta {
+        let context = Context {
+            working_dir: "/".into(),
+            ..Context::default()
+        };
+        let mut m = crate::threads::new_meta("t", "claude-code", context);
+        m.thread_id = id.into();
+        m
+    }
+
+    fn ids(thread: &Thread) -> Vec<String> {
+        std::fs::read_to_string(thread.messages_path())
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str::<Message>(l).unwrap().id)
+            .collect()
+    }
+
+    /// A first capture of a long session goes into the task's existing
+    /// thread: it is appended while it is read, not held until the end.
+    #[test]
+    fn a_source_read_whole_into_an_existing_thread_is_appended_in_batches() {
+        let dir = tempfile::tempdir().unwrap();
+        let thread = Store::for_project(dir.path())
+            .create_thread(&meta("task"))
+            .unwrap();
+        let destination = Destination::Into(thread.clone());
+        let mut summary = Summary::default();
+        let source = dir.path().join("session.jsonl");
+        let mut out = Sink::new(&destination, &mut summary, &source, None);
+        let handle = out.begin(meta("session")).unwrap();
+        let text = "x".repeat(64 * 1024);
+        let n = 3 * BATCH_BYTES / text.len();
+        for i in 0..n {
+            let mut m = Message::new(Role::User, vec![ContentBlock::text(text.clone())]);
+            m.id = format!("m{i}");
+            out.push(handle, m, None);
+        }
+        let written = ids(&thread).len();
+        assert!(written >= 2 * BATCH_BYTES / text.len(), "{written} of {n}");
+        out.finish(handle).unwrap();
+        let want: Vec<String> = (0..n).map(|i| format!("m{i}")).collect();
+        assert_eq!(ids(&thread), want);
+        assert_eq!(thread.meta().unwrap().stats.message_count, n as u64);
+        assert_eq!(summary.threads[0].messages_added, n as u64);
+    }
 }

@@ -389,9 +389,9 @@ fn refuse_a_secret_id(thread: &Thread) -> Result<()> {
     let Some(span) = find(thread.id()).into_iter().next() else {
         return Ok(());
     };
-    Err(Error::Refused(format!(
+    Err(Error::hinted(format!(
         "the id of thread {} is a secret ({}): it names the thread wherever it goes (the ref \
-         `grove push` makes, an export) and cannot be redacted; --allow-secrets sends it as it is",
+         `grove push` makes, an export) and cannot be redacted; {{allow-secrets}} sends it as it is",
         mask(thread.id()),
         span.rule
     )))
@@ -400,10 +400,10 @@ fn refuse_a_secret_id(thread: &Thread) -> Result<()> {
 /// The error `push` and `export` refuse a thread with.
 fn refusal(findings: &[Finding]) -> Error {
     let first = &findings[0];
-    Error::Refused(format!(
-        "thread {} holds {} secret(s) (first: {}:{}: {} {}); `grove scan {}` lists them. \
-         Pass --redact to send a copy with each replaced by [REDACTED:<rule>] (the thread \
-         itself is not changed), or --allow-secrets to send it as it is",
+    Error::hinted(format!(
+        "thread {} holds {} secret(s) (first: {}:{}: {} {}); `{{scan}} {}` lists them. \
+         Pass {{redact}} to send a copy with each replaced by [REDACTED:<rule>] (the thread \
+         itself is not changed), or {{allow-secrets}} to send it as it is",
         first.thread_id,
         findings.len(),
         first.file,

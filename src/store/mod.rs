@@ -109,10 +109,17 @@ impl Store {
     pub fn ensure_dir(&self) -> Result<bool> {
         refuse_git_dir(self.root())?;
         crate::fsutil::real_dir(self.root(), &self.agent_dir)?;
-        write_new(
-            &self.agent_dir.join(".gitignore"),
-            atsf::DEFAULT_GITIGNORE.as_bytes(),
-        )
+        let text = if self.in_linked_worktree() {
+            // A task's worktree: the file grove writes there is grove's, and
+            // keeps itself out of the worktree's `git status`.
+            format!(
+                "{}{WORKTREE_IGNORE_MARK}\n/.gitignore\n",
+                atsf::DEFAULT_GITIGNORE
+            )
+        } else {
+            atsf::DEFAULT_GITIGNORE.to_string()
+        };
+        write_new(&self.agent_dir.join(".gitignore"), text.as_bytes())
     }
 
     /// `grove init`: `.agent/`, its `.gitignore` and a `config.json`, each
@@ -446,6 +453,12 @@ pub const PRIVATE_DIR: &str = ".grove";
 /// thread restored from its copy does not take it along).
 pub(crate) const CACHE_RECORD: &str = "cache.json";
 
+/// The line before what grove adds to a worktree's `.agent/.gitignore`: the
+/// files it wrote there, kept out of that worktree's `git status` (and only
+/// that worktree's: the repository-wide `info/exclude` would hide the main
+/// checkout's `.agent/config.json` from `git add`).
+pub(crate) const WORKTREE_IGNORE_MARK: &str = "# Added by grove: copies of the main checkout's files, kept out of this worktree's git status.";
+
 /// A `.gitignore` that ignores its whole directory, itself included.
 const IGNORE_ALL: &str = "# Created by grove: keeps this directory out of git status.\n*\n";
 
@@ -468,6 +481,17 @@ impl StagedThread {
     /// The thread it will become.
     pub fn thread(&self) -> &Thread {
         &self.thread
+    }
+
+    /// The staged `messages.jsonl`.
+    pub fn log_path(&self) -> PathBuf {
+        self.path().join(atsf::MESSAGES_FILE)
+    }
+
+    /// The staged `messages.jsonl`, opened to append (never through a
+    /// link): the one way a staged thread's log is written.
+    pub fn open_log(&self) -> Result<std::fs::File> {
+        crate::fsutil::open_append(&self.log_path(), false)
     }
 
     /// Replaces the staged `thread.json`.

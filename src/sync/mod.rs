@@ -169,7 +169,7 @@ pub fn push(
         }
         match commit_thread(repo, &identity, found, policy, None) {
             Ok(c) => pending.push((found.clone(), c)),
-            Err(e @ Error::Refused(_)) => report.skipped.push(Skipped {
+            Err(e @ (Error::Refused(_) | Error::Hinted(_))) => report.skipped.push(Skipped {
                 thread_id: id,
                 reason: e.to_string(),
                 kept_home: false,

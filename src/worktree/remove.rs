@@ -487,9 +487,9 @@ fn checks<T: Send>(
 ) -> (Result<()>, T) {
     if options.purge && threads.len() > 1 && !options.force {
         return (
-            Err(Error::Refused(format!(
-                "{} holds {} threads, and --purge would delete every one: {}. Pass --force to \
-                 drop them all, or leave out --purge to keep them in grove's cache",
+            Err(Error::hinted(format!(
+                "{} holds {} threads, and {{purge}} would delete every one: {}. Pass {{force}} to \
+                 drop them all, or leave out {{purge}} to keep them in grove's cache",
                 wt.display(),
                 threads.len(),
                 threads.join(", ")
@@ -505,8 +505,8 @@ fn checks<T: Send>(
         if reasons.is_empty() {
             return Ok(());
         }
-        Err(Error::Refused(format!(
-            "not removing {}: {}. Commit and push (or merge) the work, or pass --force",
+        Err(Error::hinted(format!(
+            "not removing {}: {}. Commit and push (or merge) the work, or pass {{force}}",
             wt.display(),
             reasons.join("; ")
         )))
@@ -587,8 +587,8 @@ fn processes_gone(
     if options.force {
         return Ok(holders);
     }
-    Err(Error::Refused(format!(
-        "not removing {}: {} process(es) still at work in it: {list}. Stop them, pass --reap to end them (SIGTERM, then SIGKILL), or --force to remove it under them",
+    Err(Error::hinted(format!(
+        "not removing {}: {} process(es) still at work in it: {list}. Stop them, pass {{reap}} to end them (SIGTERM, then SIGKILL), or {{force}} to remove it under them",
         wt.display(),
         holders.len()
     )))
@@ -832,9 +832,12 @@ fn branch_plan(
     };
     let integrated = made.base_commit == tip || repo.integration(&tip)?.is_some();
     if !integrated && !options.force {
-        return Ok(kept(format!(
-            "{branch} is not merged into the default branch; `grove rm --force` or `git branch -D {branch}` deletes it"
-        )));
+        return Ok(kept(
+            crate::error::Hinted::new(format!(
+                "{branch} is not merged into the default branch; `{{remove-force}}` or `git branch -D {branch}` deletes it"
+            ))
+            .to_string(),
+        ));
     }
     Ok(BranchPlan {
         delete: Some(branch),

@@ -52,9 +52,9 @@ fn forget_old_entry(repo: &Repo, found: &Found) -> Result<()> {
     };
     let reasons = super::unsafe_reasons(repo, found)?;
     if !reasons.is_empty() {
-        return Err(Error::Refused(format!(
+        return Err(Error::hinted(format!(
             "git still keeps the old worktree {} of thread {}, and it holds work saved nowhere else: {}; \
-             save it, or `grove rm --force {}` drops it, then try again",
+             save it, or `{{remove-force}} {}` drops it, then try again",
             old.display(),
             found.meta.thread_id,
             reasons.join("; "),

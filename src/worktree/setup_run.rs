@@ -112,11 +112,12 @@ impl SetupCommands<'_> {
             .clone()
             .unwrap_or_else(|| entry.spec.command.clone());
         let why = if !self.enabled {
-            "--no-hooks".to_string()
+            crate::error::Hinted::new("{no-hooks}").to_string()
         } else if entry.gated && !self.trusted {
             format!(
-                "not trusted: review .agent/config.json, then run `grove trust` in {} or pass --trust",
-                self.main_root.display()
+                "not trusted: review .agent/config.json, then run `grove trust` in {} or pass {}",
+                self.main_root.display(),
+                crate::error::Hinted::new("{trust}")
             )
         } else {
             stop_reason?.to_string()

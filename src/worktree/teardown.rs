@@ -44,8 +44,8 @@ pub fn run(
         .zip(commands)
         .find(|(o, c)| o.is_failure() && !c.continue_on_error.unwrap_or(false));
     if let (Some((failed, _)), false) = (stop, force) {
-        return Err(Error::Refused(format!(
-            "not removing {}: its teardown command {:?} failed ({}){}; fix it, or pass --force to remove anyway",
+        return Err(Error::hinted(format!(
+            "not removing {}: its teardown command {:?} failed ({}){}; fix it, or pass {{force}} to remove anyway",
             wt.display(),
             failed.label,
             failed.reason.as_deref().unwrap_or("failed"),

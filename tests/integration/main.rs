@@ -25,6 +25,7 @@ mod hooks;
 mod hostile;
 mod ids;
 mod import;
+mod import_sidechains;
 mod integrated;
 mod interrupt;
 mod large;

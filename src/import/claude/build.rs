@@ -22,6 +22,7 @@
 //!   message (`claudeRecordsAfter`).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::rc::Rc;
 
 use serde_json::{Map, Value};
 
@@ -86,8 +87,17 @@ pub(super) struct Builder {
     api_seen: HashMap<String, u64>,
     /// What was counted of each reply's usage, by API message id.
     api_counted: HashMap<String, [u64; 5]>,
+    /// What each record of a reply left counted: (API message id, the
+    /// record's offset, the counts after it). A record the cursor stays
+    /// before is read again, so the next import must not find its share
+    /// counted already (Claude Code 1.0 writes the output so far on each
+    /// record of a reply, not the reply's total).
+    api_log: Vec<(String, u64, [u64; 5])>,
+    /// What the cursor this builder started from had counted.
+    api_start: HashMap<String, [u64; 5]>,
     /// Known uuids of this session (a summary's leaf must be one).
-    pub uuids: HashSet<String>,
+    /// Shared by every thread of a source (one copy, not one per subagent).
+    pub uuids: Rc<HashSet<String>>,
     log: CallLog,
     /// Entry index → index of the message it went into.
     pub index_of: HashMap<usize, u64>,
@@ -110,20 +120,16 @@ fn str_of<'a>(raw: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
 impl Builder {
     pub fn new(thread: ThreadHandle, hold_trailing: bool, live: bool, carried: Carried) -> Self {
         let api_seen = carried.api_ids.iter().map(|id| (id.clone(), 0)).collect();
-        let api_counted = carried
-            .api_ids
-            .iter()
-            .map(|id| {
-                let counted = carried.api_counts.get(id).copied();
-                (id.clone(), counted.unwrap_or([u64::MAX; 5]))
-            })
-            .collect();
+        let api_start = carried_counts(&carried);
+        let api_counted = api_start.clone();
         Builder {
             stream: Stream::new(thread, "claudeRecords", hold_trailing, live),
             carried,
             api_seen,
             api_counted,
-            uuids: HashSet::new(),
+            api_log: Vec::new(),
+            api_start,
+            uuids: Rc::default(),
             log: CallLog::default(),
             index_of: HashMap::new(),
         }
@@ -300,7 +306,10 @@ impl Builder {
             return usage_added(&mut [0; 5], now);
         };
         self.api_seen.entry(id.clone()).or_insert(at);
-        usage_added(self.api_counted.entry(id).or_default(), now)
+        let counted = self.api_counted.entry(id.clone()).or_default();
+        let added = usage_added(counted, now);
+        self.api_log.push((id, at, *counted));
+        added
     }
 
     fn attachment(
@@ -470,10 +479,16 @@ impl Builder {
             .collect();
         seen.sort();
         carried.api_ids = seen.into_iter().rev().take(64).map(|(_, id)| id).collect();
+        let mut counted = self.api_start;
+        for (id, at, now) in self.api_log {
+            if at < cut {
+                counted.insert(id, now);
+            }
+        }
         carried.api_counts = carried
             .api_ids
             .iter()
-            .filter_map(|id| Some((id.clone(), *self.api_counted.get(id)?)))
+            .filter_map(|id| Some((id.clone(), *counted.get(id)?)))
             .collect();
         Ended {
             unconsumed: ended.unconsumed,
@@ -490,6 +505,19 @@ impl Builder {
             .map(|(_, t)| t.clone())
             .or_else(|| self.carried.first_prompt.clone())
     }
+}
+
+/// What a cursor had counted of each reply (an id without an entry, from
+/// an older grove, counts as counted whole).
+fn carried_counts(carried: &Carried) -> HashMap<String, [u64; 5]> {
+    carried
+        .api_ids
+        .iter()
+        .map(|id| {
+            let counted = carried.api_counts.get(id).copied();
+            (id.clone(), counted.unwrap_or([u64::MAX; 5]))
+        })
+        .collect()
 }
 
 fn attachment_kind(raw: &Map<String, Value>) -> Option<&str> {

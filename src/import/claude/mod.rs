@@ -11,12 +11,14 @@
 //!
 //! A first import reads the file twice, holding one record at a time: once
 //! for the tree ([`index`]), once to write each thread. Later imports read
-//! only the lines after the last one taken, as long as they go on the
-//! conversation (a new branch, a sidechain, or a summary pointing back
-//! means the whole file is read again).
+//! only the lines after the last one taken, as long as each goes on the
+//! conversation or on a sidechain written inline ([`side`]); a new branch,
+//! or a record following one no thread remembers, means the whole file is
+//! read again.
 
 mod build;
 mod index;
+mod side;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -25,6 +27,7 @@ use serde_json::{Map, Value, json};
 
 use self::build::{Builder, Carried, Results};
 use self::index::{Entry, Facts};
+use self::side::{Route, Side};
 use super::lines::{Lines, Reread};
 use super::stream::set_waiting;
 use super::tree::{link_fork, shape};
@@ -113,8 +116,25 @@ struct State {
     created: String,
     /// The conversation's last records: (uuid, a prompt or reply), oldest first.
     window: Vec<(String, bool)>,
+    /// The first byte of the conversation's records not taken, when the
+    /// cursor is behind it (held back by a sidechain): the conversation's
+    /// records before it are passed over when read again.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    main_from: u64,
+    /// The sidechains written inline (Claude Code 1.0).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    sidechains: Vec<Side>,
+    /// Lines after the cursor their threads took: not read again (a
+    /// subagent's long sidechain, while the reply that started it waits
+    /// for its result, would be read at every import).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    taken: side::Taken,
     #[serde(flatten)]
     carried: Carried,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// How many of the conversation's last records a cursor remembers: a new
@@ -233,7 +253,18 @@ fn import_whole(path: &Path, out: &mut Sink) -> Result<Option<Resume>> {
     let title = names.title(builder.title());
     let index_of = builder.index_of.clone();
     let ended = builder.end(out);
-    let cut = ended.unconsumed.unwrap_or(end);
+    let main_cut = ended.unconsumed.unwrap_or(end);
+    // A sidechain's thread records where the lines read end: it is only
+    // checked by the next import that writes it (see `Side::at`), and each
+    // is finished as soon as it is written, not held open.
+    out.set_offset(end);
+    let mut sidechains = whole.sidechains(out, &shape.sidechains, end)?;
+    // The cursor stops where the first thread's records stop being taken.
+    let cut = sidechains
+        .iter()
+        .filter(|s| s.open)
+        .map(|s| s.from)
+        .fold(main_cut, u64::min);
     out.set_offset(cut);
     let mut main_meta = out.meta_mut(main).cloned();
     if let Some(m) = &mut main_meta {
@@ -241,16 +272,13 @@ fn import_whole(path: &Path, out: &mut Sink) -> Result<Option<Resume>> {
         set_waiting(m, ended.waiting);
     }
     whole.forks(out, &shape.forks, &title, main_meta.as_mut(), &index_of)?;
-    whole.sidechains(out, &shape.sidechains)?;
+    let taken = taken_in_whole(&entries, &shape, main_cut, &sidechains, cut);
+    side::prune(&mut sidechains);
     if let (Some(m), Some(slot)) = (main_meta, out.meta_mut(main)) {
         *slot = m;
     }
     out.finish(main)?;
 
-    if !shape.sidechains.is_empty() {
-        // Sidechains interleave with the conversation: read it all next time.
-        return Ok(None);
-    }
     let state = State {
         session: names.session.clone(),
         agent_file: names.agent_file,
@@ -258,7 +286,10 @@ fn import_whole(path: &Path, out: &mut Sink) -> Result<Option<Resume>> {
         branch: facts.branch.clone(),
         version: facts.version.clone(),
         created: first_time(&entries, &shape.main_records),
-        window: window_of(&entries, &shape.main_records, cut),
+        window: window_of(&entries, &shape.main_records, main_cut),
+        main_from: if main_cut > cut { main_cut } else { 0 },
+        sidechains,
+        taken,
         carried: ended.carried,
     };
     Ok(Some(Resume {
@@ -268,13 +299,68 @@ fn import_whole(path: &Path, out: &mut Sink) -> Result<Option<Resume>> {
     }))
 }
 
+/// The lines after `cut` a whole import took: the conversation's before
+/// its own stop `main_cut`, each sidechain's before its own, every fork's
+/// (a fork is written whole).
+fn taken_in_whole(
+    entries: &[Entry],
+    shape: &super::tree::Shape,
+    main_cut: u64,
+    sides: &[Side],
+    cut: u64,
+) -> side::Taken {
+    let mut limit = vec![main_cut; entries.len()];
+    for ((_, members), side) in shape.sidechains.iter().zip(sides) {
+        for &i in members {
+            limit[i] = side.from;
+        }
+    }
+    if !shape.forks.is_empty() {
+        let main: HashSet<usize> = shape.main_records.iter().copied().collect();
+        for (_, chain, _) in &shape.forks {
+            for &i in chain.iter().filter(|i| !main.contains(i)) {
+                limit[i] = u64::MAX;
+            }
+        }
+    }
+    side::taken_ranges(&[], entries, cut, |i| entries[i].offset < limit[i])
+}
+
+/// A sidechain's records written: what its state is made of.
+struct Fed {
+    root: String,
+    members: Vec<usize>,
+    /// The first byte of it not taken, if any.
+    cut: Option<u64>,
+    carried: Carried,
+}
+
+impl Fed {
+    /// What the next import needs of it; `end` is where the lines read
+    /// end, recorded on its thread.
+    fn state(self, entries: &[Entry], end: u64) -> Side {
+        let from = self.cut.unwrap_or(end);
+        let mut window = Vec::new();
+        side::extend_window(&mut window, entries, &self.members, from);
+        Side {
+            root: self.root,
+            from,
+            at: end,
+            open: self.cut.is_some(),
+            created: first_time(entries, &self.members),
+            window,
+            carried: self.carried,
+        }
+    }
+}
+
 /// A whole transcript being written: what each of its threads needs.
 struct Whole<'a> {
     path: &'a Path,
     entries: &'a [Entry],
     facts: &'a Facts,
     names: &'a Names,
-    uuids: HashSet<String>,
+    uuids: std::rc::Rc<HashSet<String>>,
     reread: Reread,
     results: FileResults<'a>,
     live: bool,
@@ -293,10 +379,12 @@ impl<'a> Whole<'a> {
             entries,
             facts,
             names,
-            uuids: entries
-                .iter()
-                .filter_map(|e| e.uuid.as_deref().map(str::to_string))
-                .collect(),
+            uuids: std::rc::Rc::new(
+                entries
+                    .iter()
+                    .filter_map(|e| e.uuid.as_deref().map(str::to_string))
+                    .collect(),
+            ),
             reread: Reread::open(path)?,
             results: FileResults {
                 entries,
@@ -372,24 +460,43 @@ impl<'a> Whole<'a> {
         Ok(())
     }
 
-    /// Sidechains written into the session file (before subagent files).
-    fn sidechains(&mut self, out: &mut Sink, sidechains: &[(String, Vec<usize>)]) -> Result<()> {
+    /// Sidechains written into the session file (before subagent files);
+    /// what the next import needs of each.
+    fn sidechains(
+        &mut self,
+        out: &mut Sink,
+        sidechains: &[(String, Vec<usize>)],
+        end: u64,
+    ) -> Result<Vec<Side>> {
+        let mut sides = Vec::with_capacity(sidechains.len());
         for (root, members) in sidechains {
             let id = format!("{}-side-{root}", self.names.main_id);
             let mut meta = self.meta(&id, "", members);
             meta.main_thread_id = Some(self.names.main_id.clone());
             let (side, b) = self.feed(out, meta, members, Kind::Sidechain)?;
-            let title = format!(
-                "Subagent: {}",
-                b.title().unwrap_or_else(|| "sidechain".into())
-            );
-            if let Some(m) = out.meta_mut(side) {
-                m.title = title;
-            }
-            b.end(out);
+            set_side_title(out, side, &b);
+            let ended = b.end(out);
             out.finish(side)?;
+            let fed = Fed {
+                root: root.clone(),
+                members: members.clone(),
+                cut: ended.unconsumed,
+                carried: ended.carried,
+            };
+            sides.push(fed.state(self.entries, end));
         }
-        Ok(())
+        Ok(sides)
+    }
+}
+
+/// A subagent's thread is named by its first prompt.
+fn set_side_title(out: &mut Sink, side: super::ThreadHandle, b: &Builder) {
+    let title = format!(
+        "Subagent: {}",
+        b.title().unwrap_or_else(|| "sidechain".into())
+    );
+    if let Some(m) = out.meta_mut(side) {
+        m.title = title;
     }
 }
 
@@ -401,9 +508,10 @@ enum Kind {
     Sidechain,
 }
 
-/// The lines after the last import: they must go on the conversation.
+/// The lines after the last import: each goes on the conversation or on a
+/// sidechain it knows, or the whole file is read again.
 fn import_tail(path: &Path, from: &Resume, out: &mut Sink) -> Result<Option<Resume>> {
-    let state: State = serde_json::from_value(from.state.clone())
+    let mut state: State = serde_json::from_value(from.state.clone())
         .map_err(|e| Error::Restart(format!("the cursor's state does not read: {e}")))?;
     let live = is_live(path);
     let Scan {
@@ -412,7 +520,7 @@ fn import_tail(path: &Path, from: &Resume, out: &mut Sink) -> Result<Option<Resu
         end,
         next_line,
         ..
-    } = scan_keeping(path, from.offset, from.line, live, out)?;
+    } = scan_keeping(path, from, live, out, &state.taken)?;
     if entries.is_empty() {
         return Ok(Some(Resume {
             offset: end,
@@ -420,81 +528,78 @@ fn import_tail(path: &Path, from: &Resume, out: &mut Sink) -> Result<Option<Resu
             state: from.state.clone(),
         }));
     }
-    check_continues(&state, &entries)?;
+    let routes = side::route(
+        &entries,
+        &mut state.sidechains,
+        state.main_from,
+        &state.window,
+        state.agent_file,
+        from.offset,
+    )?;
+    check_continues(&state, &entries, &routes)?;
+    let tail = Tail::new(path, &state, &entries, &records, &routes, live);
+    let mut results = tail.results();
 
-    let names = Names {
-        session: state.session.clone(),
-        agent_file: state.agent_file,
-        main_id: if state.agent_file {
-            let stem = path
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .unwrap_or("session");
-            format!("claude-{}-{stem}", state.session)
-        } else {
-            format!("claude-{}", state.session)
-        },
-    };
-    let facts = Facts {
-        session: Some(state.session.clone()),
-        cwd: Some(state.cwd.clone()),
-        branch: state.branch.clone(),
-        version: state.version.clone(),
-        ..Facts::default()
-    };
-    let all: Vec<usize> = (0..entries.len()).collect();
-    let mut meta = thread_meta(&names.main_id, "", &facts, &entries, &all, path, &names);
+    let main_members = tail.members(Route::Main);
+    let mut meta = tail.meta(&tail.names.main_id, &main_members);
     meta.created_at = state.created.clone();
     let main = out.begin(meta)?;
-    let mut builder = Builder::new(main, true, live, state.carried.clone());
-    builder.uuids = state
-        .window
-        .iter()
-        .map(|(u, _)| u.clone())
-        .chain(
-            entries
-                .iter()
-                .filter_map(|e| e.uuid.as_deref().map(str::to_string)),
-        )
-        .collect();
-    let mut results = TailResults {
-        records: &records,
-        entries: &entries,
-        results: HashMap::new(),
-        calls: HashSet::new(),
-    };
-    for (i, raw) in records.iter().enumerate() {
-        for id in index::result_ids(raw) {
-            results.results.entry(id.to_string()).or_insert(i);
-        }
-        for id in call_ids(raw) {
-            results.calls.insert(id);
-        }
+    let mut builder = tail.builder(main, state.carried.clone());
+    for &i in &main_members {
+        builder.record(out, i, &entries[i], records[i].clone(), &mut results)?;
     }
-    for (i, e) in entries.iter().enumerate() {
-        builder.record(out, i, e, records[i].clone(), &mut results)?;
-    }
-    let title = names.title(builder.title());
+    let title = tail.names.title(builder.title());
     let ended = builder.end(out);
-    let cut = ended.unconsumed.unwrap_or(end);
+    let main_cut = ended.unconsumed.unwrap_or(end);
+
+    out.set_offset(end);
+    for n in 0..state.sidechains.len() {
+        let members = tail.members(Route::Side(n));
+        if members.is_empty() {
+            continue;
+        }
+        let fed = tail.side(out, &state.sidechains[n], &members, &mut results)?;
+        let side = &mut state.sidechains[n];
+        let mut next = fed.state(&entries, end);
+        next.window = std::mem::take(&mut side.window);
+        side::extend_window(&mut next.window, &entries, &members, next.from);
+        if !side.created.is_empty() {
+            next.created = std::mem::take(&mut side.created);
+        }
+        *side = next;
+    }
+    let cut = state
+        .sidechains
+        .iter()
+        .filter(|s| s.open)
+        .map(|s| s.from)
+        .fold(main_cut, u64::min);
     out.set_offset(cut);
+    state.taken = side::taken_ranges(&state.taken, &entries, cut, |i| match routes[i] {
+        Route::Taken => true,
+        Route::Main => entries[i].offset < main_cut,
+        Route::Side(n) => entries[i].offset < state.sidechains[n].from,
+    });
+    side::prune(&mut state.sidechains);
     if let Some(m) = out.meta_mut(main) {
         m.title = title;
         set_waiting(m, ended.waiting);
     }
     out.finish(main)?;
 
-    let mut window = state.window;
+    let mut window = std::mem::take(&mut state.window);
     window.extend(
-        entries
+        main_members
             .iter()
-            .filter(|e| e.offset < cut)
+            .map(|&i| &entries[i])
+            .filter(|e| e.offset < main_cut)
             .filter_map(|e| Some((e.uuid.as_deref()?.to_string(), e.substantive))),
     );
     let excess = window.len().saturating_sub(WINDOW);
     window.drain(..excess);
     let state = State {
         window,
+        main_from: if main_cut > cut { main_cut } else { 0 },
         carried: ended.carried,
         ..state
     };
@@ -505,11 +610,159 @@ fn import_tail(path: &Path, from: &Resume, out: &mut Sink) -> Result<Option<Resu
     }))
 }
 
-/// The new records go on the conversation: each follows one of its last
-/// records, none starts a branch beside a later prompt or reply, none is a
-/// sidechain, and a summary names a record known here. Otherwise the whole
-/// file is read again.
-fn check_continues(state: &State, entries: &[Entry]) -> Result<()> {
+/// The new lines of a source, routed: what each thread written from them
+/// needs.
+struct Tail<'a> {
+    path: &'a Path,
+    names: Names,
+    facts: Facts,
+    entries: &'a [Entry],
+    records: &'a [Map<String, Value>],
+    routes: &'a [Route],
+    /// The session's uuids known here (a summary's leaf must be one).
+    uuids: std::rc::Rc<HashSet<String>>,
+    live: bool,
+}
+
+impl<'a> Tail<'a> {
+    fn new(
+        path: &'a Path,
+        state: &State,
+        entries: &'a [Entry],
+        records: &'a [Map<String, Value>],
+        routes: &'a [Route],
+        live: bool,
+    ) -> Self {
+        let names = Names {
+            session: state.session.clone(),
+            agent_file: state.agent_file,
+            main_id: if state.agent_file {
+                let stem = path
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .unwrap_or("session");
+                format!("claude-{}-{stem}", state.session)
+            } else {
+                format!("claude-{}", state.session)
+            },
+        };
+        let facts = Facts {
+            session: Some(state.session.clone()),
+            cwd: Some(state.cwd.clone()),
+            branch: state.branch.clone(),
+            version: state.version.clone(),
+            ..Facts::default()
+        };
+        let uuids = std::rc::Rc::new(
+            state
+                .window
+                .iter()
+                .map(|(u, _)| u.clone())
+                .chain(
+                    entries
+                        .iter()
+                        .filter_map(|e| e.uuid.as_deref().map(str::to_string)),
+                )
+                .collect(),
+        );
+        Tail {
+            path,
+            names,
+            facts,
+            entries,
+            records,
+            routes,
+            uuids,
+            live,
+        }
+    }
+
+    /// The entries going to `route`, in file order.
+    fn members(&self, route: Route) -> Vec<usize> {
+        (0..self.routes.len())
+            .filter(|&i| self.routes[i] == route)
+            .collect()
+    }
+
+    fn meta(&self, id: &str, members: &[usize]) -> atsf::ThreadMeta {
+        thread_meta(
+            id,
+            "",
+            &self.facts,
+            self.entries,
+            members,
+            self.path,
+            &self.names,
+        )
+    }
+
+    /// A builder for thread `handle`: records after its last message wait
+    /// for the next import (a sidechain's too: it may go on).
+    fn builder(&self, handle: super::ThreadHandle, carried: Carried) -> Builder {
+        let mut b = Builder::new(handle, true, self.live, carried);
+        b.uuids = self.uuids.clone();
+        b
+    }
+
+    /// The results of the records taken here, in memory: a record another
+    /// import took is not looked at again.
+    fn results(&self) -> TailResults<'a> {
+        let mut results = TailResults {
+            records: self.records,
+            entries: self.entries,
+            results: HashMap::new(),
+            calls: HashSet::new(),
+        };
+        for (i, raw) in self.records.iter().enumerate() {
+            if self.routes[i] == Route::Taken {
+                continue;
+            }
+            for id in index::result_ids(raw) {
+                results.results.entry(id.to_string()).or_insert(i);
+            }
+            for id in call_ids(raw) {
+                results.calls.insert(id);
+            }
+        }
+        results
+    }
+
+    /// Writes sidechain `side`'s new records `members`.
+    fn side(
+        &self,
+        out: &mut Sink,
+        side: &Side,
+        members: &[usize],
+        results: &mut TailResults,
+    ) -> Result<Fed> {
+        let id = format!("{}-side-{}", self.names.main_id, side.root);
+        let mut meta = self.meta(&id, members);
+        meta.main_thread_id = Some(self.names.main_id.clone());
+        if !side.created.is_empty() {
+            meta.created_at = side.created.clone();
+        }
+        let handle = out.begin_expecting(meta, side.at)?;
+        let mut b = self.builder(handle, side.carried.clone());
+        for &i in members {
+            let e = &self.entries[i];
+            b.record(out, i, e, self.records[i].clone(), results)?;
+        }
+        set_side_title(out, handle, &b);
+        let ended = b.end(out);
+        out.finish(handle)?;
+        Ok(Fed {
+            root: side.root.clone(),
+            members: members.to_vec(),
+            cut: ended.unconsumed,
+            carried: ended.carried,
+        })
+    }
+}
+
+/// The conversation's new records go on it: each follows one of its last
+/// records, and none starts a branch beside a later prompt or reply.
+/// Otherwise the whole file is read again.
+fn check_continues(state: &State, entries: &[Entry], routes: &[Route]) -> Result<()> {
     let mut position: HashMap<&str, usize> = HashMap::new();
     let mut last_said = None;
     let mut n = 0;
@@ -520,9 +773,9 @@ fn check_continues(state: &State, entries: &[Entry]) -> Result<()> {
         }
         n += 1;
     }
-    for e in entries {
-        if e.sidechain && !state.agent_file {
-            return Err(Error::Restart("a sidechain record".into()));
+    for (e, route) in entries.iter().zip(routes) {
+        if *route != Route::Main {
+            continue;
         }
         if let Some(p) = e.parent.as_deref() {
             let Some(&at) = position.get(p) else {
@@ -559,23 +812,30 @@ struct Scan {
 
 /// Reads the lines from `offset` for the tree, one record at a time.
 fn scan(path: &Path, offset: u64, line: u64, live: bool, out: &mut Sink) -> Result<Scan> {
-    scan_lines(path, offset, line, live, out, false)
+    scan_lines(path, (offset, line), live, out, false, &[])
 }
 
-/// [`scan`], keeping the records.
-fn scan_keeping(path: &Path, offset: u64, line: u64, live: bool, out: &mut Sink) -> Result<Scan> {
-    scan_lines(path, offset, line, live, out, true)
+/// [`scan`], keeping the records, passing over the `taken` lines.
+fn scan_keeping(
+    path: &Path,
+    from: &Resume,
+    live: bool,
+    out: &mut Sink,
+    taken: &[(u64, u64, u64)],
+) -> Result<Scan> {
+    scan_lines(path, (from.offset, from.line), live, out, true, taken)
 }
 
 fn scan_lines(
     path: &Path,
-    offset: u64,
-    line: u64,
+    (offset, line): (u64, u64),
     live: bool,
     out: &mut Sink,
     keep: bool,
+    taken: &[(u64, u64, u64)],
 ) -> Result<Scan> {
     let mut lines = Lines::open(path, offset, line)?;
+    let mut taken = taken.iter().peekable();
     let mut scan = Scan {
         entries: Vec::new(),
         records: Vec::new(),
@@ -583,7 +843,19 @@ fn scan_lines(
         end: offset,
         next_line: line.max(1),
     };
-    while let Some(line) = lines.next_line()? {
+    loop {
+        while let Some(&&(start, end, newlines)) = taken.peek() {
+            if start > lines.offset() {
+                break;
+            }
+            if start == lines.offset() {
+                lines.skip_to(end, newlines)?;
+            }
+            taken.next();
+        }
+        let Some(line) = lines.next_line()? else {
+            break;
+        };
         if line.is_blank() {
             if line.terminated {
                 scan.end = line.end();
@@ -699,4 +971,58 @@ fn thread_meta(
         }),
     );
     meta
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::import::{Destination, Summary};
+
+    /// Lines their threads took are passed over, and the lines after them
+    /// keep their numbers and offsets.
+    #[test]
+    fn taken_lines_are_not_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let lines: Vec<String> = (1..=6)
+            .map(|n| format!("{{\"type\":\"user\",\"uuid\":\"u{n}\"}}\n"))
+            .collect();
+        std::fs::write(&path, lines.concat()).unwrap();
+        let at = |n: usize| lines[..n - 1].iter().map(String::len).sum::<usize>() as u64;
+        let entry = |n: usize| Entry {
+            offset: at(n),
+            len: lines[n - 1].len() - 1,
+            line: n as u64,
+            kind: "user".into(),
+            uuid: None,
+            parent: None,
+            sidechain: false,
+            time: None,
+            only_results: false,
+            substantive: true,
+            hash: None,
+        };
+        // Lines 3 and 4 taken, then 6; read from line 2.
+        let entries = [entry(2), entry(3), entry(4), entry(5), entry(6)];
+        let taken = side::taken_ranges(&[], &entries, at(2), |i| matches!(i, 1 | 2 | 4));
+        assert_eq!(taken.len(), 2, "{taken:?}");
+        let destination = Destination::Root(dir.path().to_path_buf());
+        let mut summary = Summary::default();
+        let mut out = Sink::new(&destination, &mut summary, &path, None);
+        let from = Resume {
+            offset: at(2),
+            line: 2,
+            state: Value::Null,
+        };
+        let scan = scan_keeping(&path, &from, false, &mut out, &taken).unwrap();
+        let read: Vec<(u64, u64, Option<&str>)> = scan
+            .entries
+            .iter()
+            .zip(&scan.records)
+            .map(|(e, r)| (e.line, e.offset, r.get("uuid").and_then(Value::as_str)))
+            .collect();
+        assert_eq!(read, [(2, at(2), Some("u2")), (5, at(5), Some("u5"))]);
+        assert_eq!(scan.end, at(7));
+        assert_eq!(scan.next_line, 7);
+    }
 }

@@ -69,7 +69,7 @@ fn seed_agent_dir(main_store: &Store, wt_store: &Store) -> Result<()> {
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
-    text.push_str(AGENT_IGNORE_MARK);
+    text.push_str(crate::store::WORKTREE_IGNORE_MARK);
     text.push('\n');
     for line in own {
         text.push_str(&line);
@@ -78,9 +78,6 @@ fn seed_agent_dir(main_store: &Store, wt_store: &Store) -> Result<()> {
     crate::fsutil::write_new(&to_ignore, text.as_bytes())?;
     Ok(())
 }
-
-/// The line before what grove adds to a worktree's `.agent/.gitignore`.
-const AGENT_IGNORE_MARK: &str = "# Added by grove: copies of the main checkout's files, kept out of this worktree's git status.";
 
 /// Takes out of the repository's `info/exclude` the `.agent/` entries an
 /// older grove put there (best effort: they only hide files).

@@ -74,7 +74,7 @@ impl<'a> Finish<'a> {
             let outcome = if self.task.hooks {
                 crate::setup::apply_symlink(&self.project.main_root, &self.dir, link)
             } else {
-                HookOutcome::skipped(HookKind::Symlink, format!("link {target}"), "--no-hooks")
+                HookOutcome::skipped(HookKind::Symlink, format!("link {target}"), no_hooks())
             };
             if outcome.status == HookStatus::Ok
                 && let Ok(rel) = crate::setup::checked_hook_path(target)
@@ -120,7 +120,7 @@ impl<'a> Finish<'a> {
             let outcome = if self.task.hooks {
                 crate::setup::apply_copy(&self.project.main_root, &self.dir, &copy)
             } else {
-                HookOutcome::skipped(HookKind::Copy, format!("copy {target}"), "--no-hooks")
+                HookOutcome::skipped(HookKind::Copy, format!("copy {target}"), no_hooks())
             };
             // What .worktreeinclude names is ignored already.
             if configured
@@ -172,7 +172,10 @@ impl<'a> Finish<'a> {
             exit_code: None,
             duration_ms: start.elapsed().as_millis() as u64,
             log_file: None,
-            reason: failed.map(|e| format!("{e} (`--no-submodules` skips this)")),
+            reason: failed.map(|e| {
+                crate::error::Hinted::new(format!("{e} (`{{no-submodules}}` skips this)"))
+                    .to_string()
+            }),
         };
         self.report(reporter, outcome);
     }
@@ -285,7 +288,7 @@ impl<'a> Finish<'a> {
                     reason: None,
                 }
             } else {
-                HookOutcome::skipped(HookKind::InitialPrompt, "initial prompt", "--no-hooks")
+                HookOutcome::skipped(HookKind::InitialPrompt, "initial prompt", no_hooks())
             };
             self.report(reporter, outcome);
         }
@@ -379,4 +382,10 @@ fn worktree_include(repo: &Repo) -> Result<Vec<String>> {
         }
     }
     Ok(out)
+}
+
+/// Why a step was skipped when the setup was left out: the option that did
+/// it, as the front end names it.
+fn no_hooks() -> String {
+    crate::error::Hinted::new("{no-hooks}").to_string()
 }

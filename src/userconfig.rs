@@ -9,6 +9,10 @@
 //!
 //! [flags]                                      # default flags per command
 //! new = ["--no-lfs"]
+//!
+//! [hooks]                                      # setup of your own, every repository
+//! post-setup = ["direnv allow"]
+//! post-setup-background = ["cargo fetch"]
 //! ```
 //!
 //! The repository's `.agent/config.json` wins for the repository's matters
@@ -45,6 +49,23 @@ pub struct UserConfig {
     /// Default flags, per command (`new = ["--no-lfs"]`).
     #[serde(default)]
     pub flags: BTreeMap<String, Vec<String>>,
+    /// The user's own setup commands, run in every repository.
+    #[serde(default)]
+    pub hooks: UserHooks,
+}
+
+/// `[hooks]`: setup commands of the user's own, run in every task's
+/// worktree after the repository's `postSetupCommands` (trusted: the user
+/// wrote them), with the same environment, timeout and logs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct UserHooks {
+    /// Run one after another before `grove new` returns.
+    #[serde(default)]
+    pub post_setup: Vec<String>,
+    /// Run in the background once the worktree is ready.
+    #[serde(default)]
+    pub post_setup_background: Vec<String>,
 }
 
 /// Where the user's config file is.

@@ -481,6 +481,7 @@ fn command(f: &mut Fields, at: &str, c: &Value) {
         f.error(format!("`{at}timeout` must not be negative"));
     }
     f.boolean(c, at, "continueOnError");
+    f.boolean(c, at, "background");
     for p in f.array(c, at, "platforms", false).into_iter().flatten() {
         if !matches!(p.as_str(), Some("win32" | "darwin" | "linux")) {
             f.error(format!(

@@ -106,11 +106,34 @@ pub struct PostSetupCommand {
     pub continue_on_error: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub platforms: Option<Vec<String>>,
+    /// grove extension: run after the foreground commands, detached from
+    /// grove, so a long `cargo fetch` does not hold up `grove new` (only in
+    /// `postSetupCommands`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background: Option<bool>,
     #[serde(flatten)]
     pub extra: Extra,
 }
 
 impl PostSetupCommand {
+    /// A command line of the user's own (`config.toml` `[hooks]`).
+    pub fn plain(command: &str, background: bool) -> Self {
+        PostSetupCommand {
+            command: command.to_string(),
+            label: None,
+            timeout: None,
+            continue_on_error: None,
+            platforms: None,
+            background: background.then_some(true),
+            extra: Extra::new(),
+        }
+    }
+
+    /// Whether it runs in the background.
+    pub fn is_background(&self) -> bool {
+        self.background.unwrap_or(false)
+    }
+
     /// The spec's default timeout, in milliseconds.
     pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 }

@@ -32,6 +32,60 @@ const SYNC_CONFLICTS: &str = "syncConflicts";
 /// of trusting the cache; a shorter one is refused.
 const STATS_LENGTH: &str = "statsLength";
 const REVIVED_AT: &str = "revivedAt";
+const BACKGROUND_SETUP: &str = "backgroundSetup";
+
+/// How a background setup command stands (`metadata.grove.backgroundSetup[].state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum BackgroundState {
+    Running,
+    Ok,
+    Failed,
+    TimedOut,
+    /// Ended by grove (`rm`, or `grove setup` starting it again).
+    Killed,
+}
+
+impl BackgroundState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackgroundState::Running => "running",
+            BackgroundState::Ok => "ok",
+            BackgroundState::Failed => "failed",
+            BackgroundState::TimedOut => "timedOut",
+            BackgroundState::Killed => "killed",
+        }
+    }
+}
+
+/// One background setup command, as recorded by the grove process that
+/// waits for it (`grove __setup-wait`): what `list` and `show` show and
+/// what `rm` kills.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BackgroundRun {
+    /// Which command: its log's name (`post-setup-3`), stable across runs.
+    pub key: String,
+    pub label: String,
+    pub state: BackgroundState,
+    /// The command's shell, leader of its own process group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// The waiting grove process, leader of another group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiter_pid: Option<u32>,
+    pub started_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
 
 /// A thread's `metadata.grove`, read.
 #[derive(Debug, Clone, Copy)]
@@ -70,6 +124,17 @@ impl<'a> ThreadSection<'a> {
     /// The log length `stats` were last counted at.
     pub fn stats_length(&self) -> Option<u64> {
         self.get(STATS_LENGTH)?.as_u64()
+    }
+
+    /// The background setup commands of the task (entries of another
+    /// shape are skipped).
+    pub fn background_setup(&self) -> Vec<BackgroundRun> {
+        self.get(BACKGROUND_SETUP)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|v| serde_json::from_value(v.clone()).ok())
+            .collect()
     }
 
     /// The whole section, fields unknown to this version included.
@@ -150,6 +215,29 @@ impl<'a> ThreadSectionMut<'a> {
     /// When the task's removed worktree was made again.
     pub fn set_revived_at(&mut self, at: &str) {
         self.set(REVIVED_AT, Value::from(at));
+    }
+
+    /// Records `run` in place of the entry with its key (added when new);
+    /// entries of another shape are kept.
+    pub fn set_background_run(&mut self, run: &BackgroundRun) {
+        let Ok(value) = serde_json::to_value(run) else {
+            return;
+        };
+        let list = self
+            .0
+            .entry(BACKGROUND_SETUP)
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if !list.is_array() {
+            *list = Value::Array(Vec::new());
+        }
+        let Value::Array(items) = list else { return };
+        match items
+            .iter_mut()
+            .find(|v| v.get("key").and_then(Value::as_str) == Some(&run.key))
+        {
+            Some(slot) => *slot = value,
+            None => items.push(value),
+        }
     }
 
     /// Takes every field of `fields` (a section read elsewhere) over this
@@ -234,6 +322,38 @@ mod tests {
             r#"{"grove":{"previous":"theirs","statsLength":7}}"#
         );
         assert_eq!(ThreadSection::of(Some(&foreign)).stats_length(), Some(7));
+    }
+
+    #[test]
+    fn a_background_run_replaces_its_own_entry_and_keeps_the_others() {
+        let mut metadata: Extra = serde_json::from_str(
+            r#"{"grove": {"backgroundSetup": [{"key": "user-setup-1", "label": "u",
+                "state": "ok", "startedAt": "t", "future": 1}, "not a run"]}}"#,
+        )
+        .unwrap();
+        let mut run = BackgroundRun {
+            key: "post-setup-1".into(),
+            label: "cargo fetch".into(),
+            state: BackgroundState::Running,
+            pid: Some(10),
+            waiter_pid: Some(9),
+            started_at: "t".into(),
+            ended_at: None,
+            exit_code: None,
+            log_file: None,
+            reason: None,
+            extra: Extra::new(),
+        };
+        ThreadSectionMut::of(&mut metadata).set_background_run(&run);
+        run.state = BackgroundState::Failed;
+        run.exit_code = Some(2);
+        ThreadSectionMut::of(&mut metadata).set_background_run(&run);
+        let runs = ThreadSection::of(Some(&metadata)).background_setup();
+        assert_eq!(runs.len(), 2, "{runs:?}");
+        assert_eq!(runs[0].extra["future"], 1, "unknown fields kept");
+        assert_eq!(runs[1].state, BackgroundState::Failed);
+        assert_eq!(runs[1].exit_code, Some(2));
+        assert_eq!(metadata["grove"]["backgroundSetup"][1], "not a run");
     }
 
     #[test]

@@ -30,6 +30,7 @@ const COMMAND: &[&str] = &[
     "timeout",
     "continueOnError",
     "platforms",
+    "background",
 ];
 const LINK: &[&str] = &["source", "target"];
 const GROVE: &[&str] = &[

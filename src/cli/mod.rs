@@ -30,6 +30,7 @@ mod resume;
 mod rm;
 mod scan;
 mod search;
+mod setup;
 mod shell_init;
 mod show;
 mod switch;
@@ -135,10 +136,16 @@ enum Command {
     Switch(Lazy<switch::Args>),
     ShellInit(Lazy<shell_init::Args>),
     Config(Lazy<config::Args>),
+    Setup(Lazy<setup::Args>),
     /// grove's own background deleter (see `grove rm --background`).
     #[command(name = "__delete-trash", hide = true)]
     DeleteTrash {
         dir: PathBuf,
+    },
+    /// grove's own waiter for a background setup command.
+    #[command(name = "__setup-wait", hide = true)]
+    SetupWait {
+        job: String,
     },
 }
 
@@ -279,7 +286,8 @@ pub fn main() -> ExitCode {
     // The library's refusals name what would help; here, as flags.
     grove::set_hint_words(hint_words);
     if let Ok(exe) = std::env::current_exe() {
-        grove::trash::set_background_deleter(exe);
+        grove::trash::set_background_deleter(exe.clone());
+        grove::worktree::background::set_waiter(exe);
     }
     let result = run(cli, &out);
     // Deletions a killed grove left half done are finished by whichever
@@ -334,6 +342,10 @@ fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Switch(Lazy(args)) => switch::run(args, &cwd, out),
         Command::ShellInit(Lazy(args)) => shell_init::run(args, &cwd, out),
         Command::Config(Lazy(args)) => config::run(args, &cwd, out),
+        Command::Setup(Lazy(args)) => setup::run(args, &cwd, out),
+        Command::SetupWait { job } => grove::worktree::background::wait_handed_over(&job)
+            .map(|()| exit::SUCCESS)
+            .map_err(Into::into),
         Command::DeleteTrash { dir } => grove::trash::delete_handed_over(&dir)
             .map(|()| exit::SUCCESS)
             .map_err(Into::into),

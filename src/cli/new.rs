@@ -305,6 +305,12 @@ pub fn report_created(created: &worktree::CreatedTask, out: &Output) -> usize {
             count(grove::setup::HookStatus::Ok),
             count(grove::setup::HookStatus::Skipped),
         ));
+        let background = count(grove::setup::HookStatus::Background);
+        if background > 0 {
+            out.status(&format!(
+                "grove: {background} command(s) run on in the background (`grove show` follows them)"
+            ));
+        }
     }
     if let Some(c) = &created.carried {
         out.status(&format!(

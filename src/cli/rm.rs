@@ -111,6 +111,13 @@ fn remove_one(
     };
     let removed = worktree::remove(&repo, found, options)?;
     report_teardown(out, &removed.teardown);
+    for run in &removed.setup_killed {
+        out.status(&format!(
+            "grove: killed the background setup `{}` (process group {})",
+            super::output::escape_line(&run.label),
+            run.pid.map_or("-".into(), |p| p.to_string())
+        ));
+    }
     for p in &removed.processes {
         out.status(&format!(
             "grove: {} process {}",

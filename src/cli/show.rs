@@ -424,6 +424,7 @@ fn write_extensions(
     if let Some(summary) = &meta.conversation_summary {
         writeln!(w, "{} {}", s.dim("summary:"), s.block(summary))?;
     }
+    write_background_setup(w, s, meta)?;
     for step in meta.next_steps.iter().flatten() {
         writeln!(w, "{} {}", s.dim("next:   "), s.text(&step.text()))?;
     }
@@ -445,6 +446,31 @@ fn write_extensions(
         for c in &g.commits_made {
             writeln!(w, "            {}", s.text(c))?;
         }
+    }
+    Ok(())
+}
+
+/// One line per background setup command: how it stands, and its log.
+fn write_background_setup(w: &mut impl Write, s: Style, meta: &ThreadMeta) -> std::io::Result<()> {
+    use grove::atsf::grove::BackgroundState;
+    for run in grove::worktree::background::runs(meta.grove()) {
+        let state = match (run.state, run.exit_code) {
+            (BackgroundState::Failed, Some(code)) => s.red(&format!("failed (exit code {code})")),
+            (BackgroundState::Running, _) => s.yellow("running"),
+            (BackgroundState::Ok, _) => s.green("ok"),
+            (st, _) => s.red(st.as_str()),
+        };
+        let log = run
+            .log_file
+            .as_deref()
+            .map(|l| s.dim(&format!(" — log {}", s.text(l))))
+            .unwrap_or_default();
+        writeln!(
+            w,
+            "{} {state} {}{log}",
+            s.dim("setup:  "),
+            s.text(&run.label)
+        )?;
     }
     Ok(())
 }

@@ -80,6 +80,7 @@ fn given(command: &str) -> PostSetupCommand {
         label: None,
         timeout: Some(TEST_TIMEOUT_MS),
         continue_on_error: None,
+        background: None,
         platforms: None,
         extra: Default::default(),
     }

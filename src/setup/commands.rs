@@ -8,7 +8,7 @@ use super::{HookKind, HookOutcome, HookReporter, HookStatus};
 use crate::atsf::PostSetupCommand;
 
 /// The environment a command runs in.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct CommandEnv {
     pub worktree: PathBuf,
     pub repo_root: PathBuf,
@@ -75,6 +75,20 @@ pub fn run_command(
     reporter: &dyn HookReporter,
     watch: Option<&super::interrupt::Watch>,
 ) -> HookOutcome {
+    run_command_noting(spec, env, log, reporter, watch, &mut |_| {})
+}
+
+/// [`run_command`], telling `started` the pid of the command's shell (the
+/// leader of its process group) once it runs: a background command's
+/// waiter records it so `rm` can kill the group.
+pub fn run_command_noting(
+    spec: &PostSetupCommand,
+    env: &CommandEnv,
+    log: &Path,
+    reporter: &dyn HookReporter,
+    watch: Option<&super::interrupt::Watch>,
+    started: &mut dyn FnMut(u32),
+) -> HookOutcome {
     let label = spec.label.clone().unwrap_or_else(|| spec.command.clone());
     if let Some(skipped) = not_for_this_platform(spec, &label) {
         return skipped;
@@ -82,7 +96,12 @@ pub fn run_command(
     let start = Instant::now();
     reporter.started(&label);
     let (status, exit_code, reason) = match spawn(spec, env, log) {
-        Ok(handle) => supervise(&handle, spec, watch, reporter, &label, start),
+        Ok(handle) => {
+            if let Some(pid) = handle.pids().first() {
+                started(*pid);
+            }
+            supervise(&handle, spec, watch, reporter, &label, start)
+        }
         Err(reason) => (HookStatus::Failed, None, Some(reason)),
     };
     HookOutcome {
@@ -200,8 +219,10 @@ fn supervise(
     }
 }
 
+/// Kills the process group `pid` leads (the whole tree of a command
+/// started by [`run_command`]), at once.
 #[cfg(unix)]
-fn kill_tree(pid: u32) {
+pub fn kill_tree(pid: u32) {
     use nix::sys::signal::{Signal, killpg};
     use nix::unistd::Pid;
     // The shell was made leader of its own group: the group id is its pid.
@@ -210,7 +231,7 @@ fn kill_tree(pid: u32) {
 
 #[cfg(windows)]
 #[allow(clippy::disallowed_methods)]
-fn kill_tree(pid: u32) {
+pub fn kill_tree(pid: u32) {
     let _ = duct::cmd("taskkill", ["/T", "/F", "/PID", &pid.to_string()])
         .stdout_null()
         .stderr_null()

@@ -8,7 +8,9 @@ mod trust;
 
 use serde::{Deserialize, Serialize};
 
-pub use commands::{CommandEnv, current_platform, run_command, shell};
+pub use commands::{
+    CommandEnv, current_platform, kill_tree, run_command, run_command_noting, shell,
+};
 pub use symlinks::{apply_copy, apply_symlink, checked_hook_path, checked_relative};
 pub use trust::{TrustAsked, TrustStore, commands_hash, teardown_hash};
 
@@ -37,6 +39,9 @@ pub enum HookStatus {
     /// Stopped by Ctrl-C (SIGINT), SIGTERM or SIGHUP; its processes were killed.
     Interrupted,
     Skipped,
+    /// Started in the background (grove extension `background`); how it
+    /// ends is recorded in `metadata.grove.backgroundSetup`.
+    Background,
 }
 
 /// One hook's outcome, as recorded in `thread.json` `metadata.grove.hooks`

@@ -1,6 +1,7 @@
 //! The worktree manager: a branch, a worktree and a thread per agent task;
 //! removal that never loses work; clean-up of stale worktrees.
 
+pub mod background;
 pub mod carry;
 mod create;
 pub mod exclude;
@@ -11,6 +12,8 @@ pub mod processes;
 mod remove;
 pub mod rename;
 mod revive;
+mod setup_run;
+pub use setup_run::{Rerun, rerun as rerun_setup};
 mod submodules;
 pub mod taskenv;
 mod teardown;

@@ -63,6 +63,9 @@ pub struct Removed {
     /// The processes ended (`--reap`), or left running (`--force`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub processes: Vec<super::processes::Holder>,
+    /// The background setup commands still running, killed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub setup_killed: Vec<crate::atsf::grove::BackgroundRun>,
 }
 
 /// What the worktree's HEAD is.
@@ -326,7 +329,11 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
     let branch_plan = branch_plan(repo, found, made.clone(), options)?;
     // Every refusal is decided before the teardown runs: a refused removal
     // has stopped nothing, and the one that goes ahead runs it once.
-    let processes = processes_gone(&wt, options, scanned)?;
+    // A background setup still running is grove's own: not a reason to
+    // refuse, and killed (without --reap) once nothing refuses.
+    let setup_groups = super::background::running_groups(&found.thread);
+    let processes = processes_gone(&wt, options, scanned, &setup_groups)?;
+    let setup_killed = super::background::kill_running(&found.thread, "killed by grove rm");
     let mut teardown = super::teardown::run(
         repo,
         found,
@@ -351,6 +358,7 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
         branch: branch_plan.delete.clone(),
         branch_tip: branch_plan.tip.clone(),
     })?;
+    record_killed_in_cache(&id, &cached.dirs, &setup_killed);
     // From here an interrupted removal is the intent journal's to finish.
     let cached = cached.go_ahead();
     let cached_at = cached
@@ -389,6 +397,7 @@ pub fn remove(repo: &Repo, found: &Found, options: RemoveOptions) -> Result<Remo
         },
         teardown,
         processes,
+        setup_killed,
     })
 }
 
@@ -412,6 +421,25 @@ fn checked_and_saved(
     let saved = saved.map(|dirs| dirs.map(|d| MarkedRemoving::new(&found.repo_root, d)));
     checked?;
     Ok((scanned, saved.transpose()?))
+}
+
+/// The cached copy of the thread, saved before its background setup was
+/// killed, learns that it was.
+fn record_killed_in_cache(
+    id: &ThreadId,
+    cached: &[PathBuf],
+    killed: &[crate::atsf::grove::BackgroundRun],
+) {
+    if killed.is_empty() {
+        return;
+    }
+    if let Some(dir) = cached
+        .iter()
+        .find(|d| d.file_name().is_some_and(|n| n == id.as_str()))
+    {
+        let thread = crate::store::Thread::at(id.clone(), dir.clone());
+        super::background::record_runs(&thread, killed);
+    }
 }
 
 /// Cache entries saved with the state `removing` before the removal is
@@ -521,14 +549,20 @@ fn settle_cache(
 
 /// No process may be at work in the worktree when it goes: refused with
 /// the list, unless `--reap` (they are ended) or `--force` (they are left
-/// running). `holders`: the processes found in it. Returns the processes
-/// reaped or left.
+/// running). `holders`: the processes found in it, but for those in
+/// `spared_groups` (grove's background setup). Returns the processes reaped
+/// or left.
 fn processes_gone(
     wt: &Path,
     options: RemoveOptions,
     holders: Vec<super::processes::Holder>,
+    spared_groups: &[u32],
 ) -> Result<Vec<super::processes::Holder>> {
     use super::processes;
+    let holders: Vec<_> = holders
+        .into_iter()
+        .filter(|h| !super::background::group_of(h.pid).is_some_and(|g| spared_groups.contains(&g)))
+        .collect();
     if holders.is_empty() {
         return Ok(holders);
     }

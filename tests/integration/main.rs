@@ -9,6 +9,8 @@ mod support;
 
 mod agents;
 mod append;
+#[cfg(target_os = "linux")]
+mod background_setup;
 mod bare;
 mod capture_install;
 mod checkpoint;

@@ -241,3 +241,30 @@ fn show_has_a_call_completed_later_once_with_its_result() {
         insta::assert_snapshot!("show_completed_later", human(&sb, &dir, &["show", &id]));
     });
 }
+
+#[test]
+fn human_output_of_a_background_setup() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    write_config(
+        &repo,
+        serde_json::json!({"specVersion": "1.1", "worktreeHooks": {"postSetupCommands": [
+            {"command": "echo ready"},
+            {"command": "exit 7", "label": "fetch", "background": true}
+        ]}}),
+    );
+    let new = human(&sb, &repo, &["new", "Background setup", "--trust"]);
+    let id = list_rows(&sb, &repo)[0]["threadId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while row_of(&sb, &repo, &id)["backgroundSetup"][0]["state"] == "running" {
+        assert!(std::time::Instant::now() < deadline, "never ended");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    settings(&sb).bind(|| {
+        insta::assert_snapshot!("new_background_setup", new);
+        insta::assert_snapshot!("show_background_setup", human(&sb, &repo, &["show", &id]));
+    });
+}

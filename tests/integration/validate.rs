@@ -99,7 +99,7 @@ fn problems_are_named_by_file_line_and_field_and_exit_1() {
     std::fs::write(dir.join("thread.json"), serde_json::to_vec(&meta).unwrap()).unwrap();
     std::fs::write(
         repo.join(".agent/config.json"),
-        r#"{"specVersion":"2.0","agentSettings":{"claude-code":{"apiKey":"sk-123"}},"worktreeHooks":{"postSetupCommands":[{"label":"x","platforms":["amiga"]}]}}"#,
+        r#"{"specVersion":"2.0","agentSettings":{"claude-code":{"apiKey":"sk-123"}},"worktreeHooks":{"postSetupCommands":[{"label":"x","platforms":["amiga"],"background":"yes"}]}}"#,
     )
     .unwrap();
     let (code, report) = validate(&sb, &repo, &[]);
@@ -121,6 +121,7 @@ fn problems_are_named_by_file_line_and_field_and_exit_1() {
         "config.json:: `agentSettings.claude-code.apiKey` looks like a secret",
         "config.json:: `worktreeHooks.postSetupCommands[0].command` is required",
         "config.json:: `worktreeHooks.postSetupCommands[0].platforms`: \"amiga\"",
+        "config.json:: `worktreeHooks.postSetupCommands[0].background`",
     ] {
         assert!(
             got.iter()

@@ -280,7 +280,23 @@ fn row_json(f: &Found, current: Option<&Path>) -> serde_json::Value {
         "uncommitted": details.and_then(|d| d.uncommitted),
         "aheadBehind": details.and_then(|d| d.divergence.as_ref()),
         "lastCommit": details.and_then(|d| d.head.as_ref()),
+        "backgroundSetup": grove::worktree::background::runs(f.meta.grove()),
     })
+}
+
+/// ` (setup running)`, ` (setup failed)`: how the task's background setup
+/// stands, when it is not all done well.
+pub(super) fn setup_mark(f: &Found) -> Option<String> {
+    use grove::atsf::grove::BackgroundState;
+    let runs = grove::worktree::background::runs(f.meta.grove());
+    let worst = if runs.iter().any(|r| r.state == BackgroundState::Running) {
+        "running"
+    } else if runs.iter().any(|r| r.state != BackgroundState::Ok) {
+        "failed"
+    } else {
+        return None;
+    };
+    Some(format!(" (setup {worst})"))
 }
 
 /// What to say when no row is shown.

@@ -396,6 +396,9 @@ fn titles(s: Style, threads: &[&Found]) -> Titles {
             if f.locked.is_some() {
                 marks.push_str(" (locked)");
             }
+            if let Some(setup) = super::setup_mark(f) {
+                marks.push_str(&setup);
+            }
             let tags: String = f
                 .meta
                 .tags()

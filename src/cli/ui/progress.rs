@@ -132,9 +132,10 @@ pub fn describe(o: &HookOutcome) -> String {
         HookStatus::TimedOut => "TIMED OUT",
         HookStatus::Interrupted => "INTERRUPTED",
         HookStatus::Skipped => "skipped",
+        HookStatus::Background => "started in the background",
     };
     let mut line = format!("grove: hook {status}: {}", o.label);
-    if o.status != HookStatus::Skipped {
+    if !matches!(o.status, HookStatus::Skipped | HookStatus::Background) {
         line.push_str(&format!(" ({} ms)", o.duration_ms));
     }
     if let Some(reason) = &o.reason {

@@ -32,8 +32,7 @@ use crate::cache::{self, CacheRecord, CacheState};
 use crate::error::{Error, IoContext, Result};
 use crate::intent::{self, Action, Step};
 use crate::project::Project;
-use crate::setup::interrupt::Watch;
-use crate::setup::{CommandEnv, HookKind, HookOutcome, HookReporter, HookStatus, TrustStore};
+use crate::setup::{CommandEnv, HookKind, HookOutcome, HookReporter, HookStatus};
 use crate::store::{Store, Thread};
 
 pub use crate::setting::DEFAULT_BRANCH_PREFIX;

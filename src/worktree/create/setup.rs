@@ -225,141 +225,46 @@ impl<'a> Finish<'a> {
         }
     }
 
+    /// The project's commands (trust-gated), then the user's own.
     fn commands(
         &mut self,
         cfg: &atsf::WorktreeHooks,
         reporter: &dyn HookReporter,
         ask_trust: &dyn Fn(&crate::setup::TrustAsked) -> bool,
     ) {
-        let commands = cfg.post_setup_commands.clone().unwrap_or_default();
+        let project = cfg.post_setup_commands.clone().unwrap_or_default();
         let teardown = cfg.pre_remove_commands.clone().unwrap_or_default();
         // The teardown is trusted here too: the task's `rm` runs it.
         let asked = crate::setup::TrustAsked {
-            setup: &commands,
+            setup: &project,
             teardown: &teardown,
         };
         let trusted = self.task.hooks
-            && !(commands.is_empty() && teardown.is_empty())
-            && self.trusted(&asked, ask_trust);
-        if commands.is_empty() {
-            return;
+            && !(project.is_empty() && teardown.is_empty())
+            && super::super::setup_run::decide_trust(
+                &self.project.main_root,
+                &asked,
+                self.task.trust,
+                ask_trust,
+                &mut self.problems,
+            );
+        let ran = super::super::setup_run::SetupCommands {
+            project,
+            trusted,
+            enabled: self.task.hooks,
+            main_root: &self.project.main_root,
+            env: CommandEnv {
+                worktree: self.dir.clone(),
+                repo_root: self.project.main_root.clone(),
+                thread_id: self.plan.id.to_string(),
+                branch: self.plan.branch.clone(),
+                ports: self.ports.clone(),
+            },
+            thread: &self.thread,
         }
-        let env = CommandEnv {
-            worktree: self.dir.clone(),
-            repo_root: self.project.main_root.clone(),
-            thread_id: self.plan.id.to_string(),
-            branch: self.plan.branch.clone(),
-            ports: self.ports.clone(),
-        };
-        let logs = self.thread.dir().join("logs");
-        let watch = Watch::start();
-        let mut stop_reason: Option<String> = None;
-        for (i, cmd) in commands.iter().enumerate() {
-            let label = cmd.label.clone().unwrap_or_else(|| cmd.command.clone());
-            if let Some(signal) = watch.received().filter(|_| stop_reason.is_none()) {
-                stop_reason = Some(format!(
-                    "grove was interrupted ({})",
-                    crate::setup::interrupt::signal_name(signal)
-                ));
-            }
-            let outcome = if !self.task.hooks {
-                HookOutcome::skipped(HookKind::Command, label, no_hooks())
-            } else if !trusted {
-                HookOutcome::skipped(
-                    HookKind::Command,
-                    label,
-                    format!(
-                        "not trusted: review .agent/config.json, then run `grove trust` in {} or pass {}",
-                        self.project.main_root.display(),
-                        crate::error::Hinted::new("{trust}")
-                    ),
-                )
-            } else if let Some(why) = &stop_reason {
-                HookOutcome::skipped(HookKind::Command, label, why.clone())
-            } else {
-                match crate::fsutil::real_dir(self.thread.dir(), &logs) {
-                    Err(e) => HookOutcome {
-                        reason: Some(format!("cannot create its log directory: {e}")),
-                        status: HookStatus::Failed,
-                        ..HookOutcome::skipped(HookKind::Command, label, "")
-                    },
-                    Ok(()) => {
-                        let log = logs.join(format!("post-setup-{}.log", i + 1));
-                        let outcome =
-                            crate::setup::run_command(cmd, &env, &log, reporter, Some(&watch));
-                        if outcome.is_failure() && !cmd.continue_on_error.unwrap_or(false) {
-                            stop_reason =
-                                Some(format!("an earlier command ({}) failed", outcome.label));
-                        }
-                        outcome
-                    }
-                }
-            };
-            self.report(reporter, outcome);
-        }
-        self.interrupted = watch.received();
-    }
-
-    /// Whether the setup commands may run: already trusted, trusted now by
-    /// `--trust`, or trusted by the user's answer, which covers the
-    /// teardown too (each list by its own hash). A trust store that cannot
-    /// be read means "not trusted", with a problem recorded.
-    fn trusted(
-        &mut self,
-        asked: &crate::setup::TrustAsked,
-        ask: &dyn Fn(&crate::setup::TrustAsked) -> bool,
-    ) -> bool {
-        let root = self.project.main_root.clone();
-        let store = match TrustStore::open() {
-            Ok(s) => s,
-            Err(e) => {
-                self.problems.push(e.to_string());
-                return false;
-            }
-        };
-        let setup = (!asked.setup.is_empty()).then(|| crate::setup::commands_hash(asked.setup));
-        let teardown =
-            (!asked.teardown.is_empty()).then(|| crate::setup::teardown_hash(asked.teardown));
-        let untrusted: Vec<&String> = [&setup, &teardown]
-            .into_iter()
-            .flatten()
-            .filter(|hash| !self.already_trusted(&store, &root, hash))
-            .collect();
-        let setup_trusted = setup.as_ref().is_none_or(|h| !untrusted.contains(&h));
-        if untrusted.is_empty() {
-            return true;
-        }
-        // Declined, the setup still runs when its own list was trusted.
-        if !(self.task.trust || ask(asked)) {
-            return setup_trusted;
-        }
-        for hash in untrusted {
-            match store.trust(&root, hash) {
-                Ok(Some(saved)) => self.problems.push(format!(
-                    "the unreadable trust store was kept as {}",
-                    saved.display()
-                )),
-                Ok(None) => {}
-                Err(e) => self
-                    .problems
-                    .push(format!("the commands run, but trust was not saved: {e}")),
-            }
-        }
-        true
-    }
-
-    /// Whether `hash` is trusted for `root`; an unreadable trust store is a
-    /// problem recorded, and counts as not trusted.
-    fn already_trusted(&mut self, store: &TrustStore, root: &std::path::Path, hash: &str) -> bool {
-        match store.is_trusted(root, hash) {
-            Ok(trusted) => trusted,
-            Err(e) => {
-                self.problems.push(format!(
-                    "{e}; the commands count as not trusted (`grove trust` rewrites the trust store)"
-                ));
-                false
-            }
-        }
+        .run(reporter);
+        self.outcomes.extend(ran.outcomes);
+        self.interrupted = ran.interrupted;
     }
 
     /// `initialPrompt` then `--prompt`, as the thread's first user messages.

@@ -218,24 +218,12 @@ impl Keys {
     }
 
     fn save(&self, record: &Record) -> Result<()> {
-        let bytes = serde_json::to_vec_pretty(record)
-            .map_err(|e| Error::Other(format!("recording the Codex trust: {e}")))?;
-        crate::fsutil::real_dir(&crate::home::data_dir()?, parent(&self.record))?;
-        crate::fsutil::write_atomic(&self.record, &bytes)
+        super::save_record(&self.record, "the Codex trust", record)
     }
 
     fn forget(&self) -> Result<()> {
-        match std::fs::remove_file(&self.record) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(Error::io("removing", &self.record, e))
-            }
-            _ => Ok(()),
-        }
+        super::forget_record(&self.record)
     }
-}
-
-fn parent(p: &Path) -> &Path {
-    p.parent().unwrap_or(Path::new("."))
 }
 
 /// The user's Codex config: `$CODEX_HOME/config.toml` (`~/.codex/`).

@@ -37,3 +37,32 @@ pub use crate::threads::sessions::{
     KEY, SessionRecord, add_session, clear_opening, find_session, is_opening, leading_prompt,
     opening_prompt, session_entry, session_entry_mut, sessions, set_opening,
 };
+
+/// Writes one of capture's records (what install made, the Codex trust it
+/// added) in grove's data directory as pretty JSON, replacing it whole;
+/// `what` names it in an error. An unchanged record is not written again.
+pub(crate) fn save_record(
+    path: &std::path::Path,
+    what: &str,
+    record: &impl serde::Serialize,
+) -> crate::error::Result<()> {
+    let bytes = serde_json::to_vec_pretty(record)
+        .map_err(|e| crate::error::Error::Other(format!("recording {what}: {e}")))?;
+    if crate::fsutil::read_opt(path)?.as_deref() == Some(bytes.as_slice()) {
+        return Ok(());
+    }
+    if let Some(dir) = path.parent() {
+        crate::fsutil::real_dir(&crate::home::data_dir()?, dir)?;
+    }
+    crate::fsutil::write_atomic(path, &bytes)
+}
+
+/// Deletes one of capture's records; one already gone is no error.
+pub(crate) fn forget_record(path: &std::path::Path) -> crate::error::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(crate::error::Error::io("removing", path, e))
+        }
+        _ => Ok(()),
+    }
+}

@@ -183,22 +183,11 @@ impl Keys {
     }
 
     fn save(&self, record: &Record) -> Result<()> {
-        let bytes = serde_json::to_vec_pretty(record)
-            .map_err(|e| Error::Other(format!("recording the plugin installed: {e}")))?;
-        let data = crate::home::data_dir()?;
-        if let Some(dir) = self.record.parent() {
-            crate::fsutil::real_dir(&data, dir)?;
-        }
-        crate::fsutil::write_atomic(&self.record, &bytes)
+        super::save_record(&self.record, "the plugin installed", record)
     }
 
     fn forget(&self) -> Result<()> {
-        match std::fs::remove_file(&self.record) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(Error::io("removing", &self.record, e))
-            }
-            _ => Ok(()),
-        }
+        super::forget_record(&self.record)
     }
 }
 

@@ -22,25 +22,7 @@ use std::time::SystemTime;
 
 use crate::agent::Native;
 
-pub use crate::agent::homes::{claude_home, codex_home, gemini_home};
-
-/// Gemini's folders of the projects `roots` (`tmp/<project>/`): those whose
-/// `.project_root` names one of them.
-pub fn gemini_project_dirs(roots: &[PathBuf]) -> Vec<PathBuf> {
-    let Some(tmp) = gemini_home().map(|h| h.join("tmp")) else {
-        return Vec::new();
-    };
-    std::fs::read_dir(&tmp)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|dir| {
-            std::fs::read_to_string(dir.join(".project_root"))
-                .is_ok_and(|r| roots.iter().any(|root| same_dir(Path::new(r.trim()), root)))
-        })
-        .collect()
-}
+pub use crate::agent::homes::{claude_home, codex_home, gemini_home, gemini_project_dirs};
 
 /// The session id a Gemini chat's first line names.
 pub fn gemini_session_of(path: &Path) -> Option<String> {

@@ -34,10 +34,24 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let teardown = hooks.pre_remove_commands.unwrap_or_default();
     let merge = hooks.pre_merge_commands.unwrap_or_default();
     let merge_hash = (!merge.is_empty())
-        .then(|| trust_merge(&project, &merge, args.json, out))
+        .then(|| {
+            let hash = grove::land::merge_hash(&merge);
+            trust_list(
+                &project,
+                &merge,
+                hash,
+                "merge check(s) (preMergeCommands)",
+                args.json,
+                out,
+            )
+        })
         .transpose()?;
     let teardown_hash = (!teardown.is_empty())
-        .then(|| trust_teardown(&project, &teardown, args.json, out))
+        .then(|| {
+            let hash = grove::setup::teardown_hash(&teardown);
+            let what = "teardown command(s) (preRemoveCommands)";
+            trust_list(&project, &teardown, hash, what, args.json, out)
+        })
         .transpose()?;
     let teardown_list: Vec<&str> = teardown.iter().map(|c| c.command.as_str()).collect();
     let settings = grove::agent::Settings::load(Some(&project.main_root))?;
@@ -105,14 +119,16 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     Ok(super::exit::SUCCESS)
 }
 
-/// Trusts the `preRemoveCommands` list as it is now; returns its hash.
-fn trust_teardown(
+/// Trusts a list of commands as it is now, by `hash` (its own kind's:
+/// teardown, merge checks), telling which (`what`); returns the hash.
+fn trust_list(
     project: &Project,
     commands: &[grove::atsf::PostSetupCommand],
+    hash: String,
+    what: &str,
     json: bool,
     out: &Output,
 ) -> anyhow::Result<String> {
-    let hash = grove::setup::teardown_hash(commands);
     if let Some(saved) = TrustStore::open()?.trust(&project.main_root, &hash)? {
         out.warn(&format!(
             "the trust store could not be read; it was kept as {} and a new one started",
@@ -124,34 +140,7 @@ fn trust_teardown(
             out.status(&format!("  $ {}", super::output::escape_line(&c.command)));
         }
         out.status(&format!(
-            "grove: trusted these {} teardown command(s) (preRemoveCommands) for {}",
-            commands.len(),
-            project.main_root.display()
-        ));
-    }
-    Ok(hash)
-}
-
-/// Trusts the `preMergeCommands` list as it is now; returns its hash.
-fn trust_merge(
-    project: &Project,
-    commands: &[grove::atsf::PostSetupCommand],
-    json: bool,
-    out: &Output,
-) -> anyhow::Result<String> {
-    let hash = grove::land::merge_hash(commands);
-    if let Some(saved) = TrustStore::open()?.trust(&project.main_root, &hash)? {
-        out.warn(&format!(
-            "the trust store could not be read; it was kept as {} and a new one started",
-            saved.display()
-        ));
-    }
-    if !json {
-        for c in commands {
-            out.status(&format!("  $ {}", super::output::escape_line(&c.command)));
-        }
-        out.status(&format!(
-            "grove: trusted these {} merge check(s) (preMergeCommands) for {}",
+            "grove: trusted these {} {what} for {}",
             commands.len(),
             project.main_root.display()
         ));

@@ -69,29 +69,7 @@ impl super::Format for Gemini {
     fn default_paths(&self, roots: &[PathBuf]) -> Vec<PathBuf> {
         // `$GEMINI_CLI_HOME/.gemini/tmp/<project>/`, the project named by
         // the `.project_root` Gemini writes there.
-        let home = std::env::var_os("GEMINI_CLI_HOME")
-            .filter(|h| !h.is_empty())
-            .map(PathBuf::from)
-            .or_else(dirs::home_dir);
-        let Some(tmp) = home.map(|h| h.join(".gemini").join("tmp")) else {
-            return Vec::new();
-        };
-        let same = |a: &Path, b: &Path| {
-            a == b
-                || a.canonicalize()
-                    .ok()
-                    .is_some_and(|a| b.canonicalize().ok() == Some(a))
-        };
-        std::fs::read_dir(&tmp)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|dir| {
-                std::fs::read_to_string(dir.join(".project_root"))
-                    .is_ok_and(|r| roots.iter().any(|root| same(Path::new(r.trim()), root)))
-            })
-            .collect()
+        crate::agent::homes::gemini_project_dirs(roots)
     }
     fn resumable(&self) -> super::Resumable {
         super::Resumable::WholeFile

@@ -209,10 +209,7 @@ fn hook_paths_cannot_add_rules_to_the_shared_exclude_file() {
     // The main checkout shows what it did, and its own new config besides
     // (grove hides no `.agent/` file from it: the config is to be committed).
     let status_now = sb.git(&repo, &["status", "--porcelain"]);
-    let without_config: Vec<&str> = status_now
-        .lines()
-        .filter(|l| *l != "?? .agent/")
-        .collect();
+    let without_config: Vec<&str> = status_now.lines().filter(|l| *l != "?? .agent/").collect();
     assert_eq!(without_config.join("\n"), status_main, "{status_now}");
     assert!(status_now.contains("?? .agent/"), "{status_now}");
     assert_eq!(sb.git(&other_wt, &["status", "--porcelain"]), status_other);

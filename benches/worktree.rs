@@ -135,19 +135,27 @@ fn bench_list(env: &Env) {
         let agent = if i % 2 == 0 { "claude-code" } else { "codex" };
         let out = env
             .cmd(GROVE, &repo)
-            .args(["new", "--no-hooks", "--agent", agent, &format!("task {i}")])
+            .args([
+                "new",
+                "--no-hooks",
+                "--json",
+                "--agent",
+                agent,
+                &format!("task {i}"),
+            ])
             .stdout(Stdio::piped())
             .output()
             .expect("grove new");
         assert!(out.status.success());
-        let wt = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim_end());
+        let made: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        let wt = PathBuf::from(made["worktreePath"].as_str().expect("path"));
         if i % 2 == 1 {
             std::fs::write(wt.join(format!("work{i}.txt")), "work\n").expect("work");
             env.git(&wt, &["add", "."]);
             env.git(&wt, &["commit", "-q", "-m", &format!("work {i}")]);
             if i % 10 == 1 {
-                let branch = format!("grove/{}", wt_short(&wt));
-                env.git(&repo, &["merge", "-q", "--squash", &branch]);
+                let branch = made["branch"].as_str().expect("branch");
+                env.git(&repo, &["merge", "-q", "--squash", branch]);
                 env.git(&repo, &["commit", "-q", "-m", &format!("squash {i}")]);
             }
         }
@@ -213,15 +221,6 @@ fn other_codex_sessions(env: &Env, n: usize) {
         )
         .expect("rollout");
     }
-}
-
-/// The short id grove names a task's worktree and branch with.
-fn wt_short(wt: &Path) -> String {
-    wt.file_name()
-        .and_then(|n| n.to_str())
-        .and_then(|n| n.strip_prefix("thread-"))
-        .expect("a grove worktree")
-        .to_string()
 }
 
 /// Fills `thread_dir/messages.jsonl` with about `bytes` of realistic messages.
@@ -415,7 +414,7 @@ fn grove_task(env: &Env, repo: &Path) -> (String, PathBuf, String) {
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     let wt = PathBuf::from(v["worktreePath"].as_str().expect("path"));
-    let branch = format!("grove/{}", wt_short(&wt));
+    let branch = v["branch"].as_str().expect("branch").to_string();
     (v["threadId"].as_str().expect("id").to_string(), wt, branch)
 }
 

@@ -11,6 +11,5 @@ pub fn set_archived(found: &Found, archived: bool) -> crate::Result<bool> {
     found
         .thread
         .update_meta(|m| m.archived = archived.then_some(true))?;
-    found.refresh_cache()?;
     Ok(true)
 }

@@ -571,3 +571,51 @@ pub fn repo_of_removed_worktree(path: &Path) -> Option<PathBuf> {
         .map(|r| PathBuf::from(r.repo_root))
         .filter(|root| root.is_dir())
 }
+
+/// Brings the cache's copy of `thread` up to its new `meta`, just written
+/// (called by the store, the one place a thread.json change passes
+/// through). Only a copy that is there is written, never made, and without
+/// the cache's lock — the store holds the thread's, and the copy is
+/// replaced whole: a save racing with it writes the same thread's newest
+/// bytes, a purge racing with it moves the directory away first. A thread
+/// whose repository cannot be told (no `mainRoot`, not in a linked
+/// worktree) is left to the next read's refresh.
+pub(crate) fn follow(thread: &Thread, meta: &ThreadMeta) {
+    let Some(main_root) = meta
+        .grove()
+        .main_root()
+        .or_else(|| main_root_of(thread.dir()))
+    else {
+        return;
+    };
+    let Ok(dir) = thread_dir(&main_root, thread.id()) else {
+        return;
+    };
+    if fsutil::same_file(&dir, thread.dir()) || !dir.is_dir() {
+        return;
+    }
+    let cached = dir.join(atsf::THREAD_FILE);
+    if let Ok(bytes) = fsutil::read(&thread.meta_path())
+        && fsutil::refuse_symlink(&cached).is_ok()
+    {
+        let _ = fsutil::write_atomic_derived(&cached, &bytes);
+    }
+}
+
+/// The main checkout of the linked worktree holding the thread directory
+/// `thread_dir` (`<worktree>/.agent/threads/<id>`), read from git's own
+/// files (`.git` names the worktree's git directory, whose `commondir`
+/// names the repository's).
+fn main_root_of(thread_dir: &Path) -> Option<PathBuf> {
+    let worktree = thread_dir.parent()?.parent()?.parent()?;
+    let dot_git = std::fs::read_to_string(worktree.join(".git")).ok()?;
+    let git_dir = PathBuf::from(dot_git.strip_prefix("gitdir:")?.trim());
+    let git_dir = if git_dir.is_absolute() {
+        git_dir
+    } else {
+        worktree.join(git_dir)
+    };
+    let common = std::fs::read_to_string(git_dir.join("commondir")).ok()?;
+    let common = git_dir.join(common.trim()).canonicalize().ok()?;
+    (common.file_name()? == ".git").then(|| common.parent().map(Path::to_path_buf))?
+}

@@ -61,7 +61,6 @@ pub fn checkpoint(found: &Found, input: &Input) -> Result<(ThreadMeta, Option<St
             m.add_tags(&input.tags);
         }
     })?;
-    found.refresh_cache()?;
     Ok((meta, skipped))
 }
 

@@ -196,7 +196,6 @@ pub fn execute(plan: &Plan, force: bool) -> Result<Deleted> {
     let gone: HashSet<String> = ids.into_iter().collect();
     for f in &plan.relinked {
         deleted.links_removed += crate::graph::remove_links(&f.thread, &gone)?;
-        f.refresh_cache()?;
     }
     step.done();
     Ok(deleted)

@@ -167,11 +167,6 @@ pub fn derive(
             "the new thread is not in grove's cache yet (the next `grove list` retries): {e}"
         ));
     }
-    if let Err(e) = parent.refresh_cache() {
-        result.problems.push(format!(
-            "the parent's cached copy was not refreshed (the next `grove list` retries): {e}"
-        ));
-    }
     Ok(result)
 }
 

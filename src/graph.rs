@@ -93,8 +93,6 @@ pub fn mention(from: &Found, to: &Found, comment: Option<String>) -> Result<bool
     }
     drop(lock_b);
     drop(lock_a);
-    from.refresh_cache()?;
-    to.refresh_cache()?;
     Ok(true)
 }
 

@@ -18,7 +18,10 @@
 //!   deleted, so it is never half-deleted under its own name.
 //!
 //! The modules, in layers: each imports only from those above it in this
-//! list (a test, `tests/integration/layers.rs`, fails on any circle).
+//! list (a test, `tests/integration/layers.rs`, fails on any circle), but
+//! for one import, explained where it is: the store tells the cache of
+//! every change of a task's `thread.json` (`cache::follow`), from the one
+//! place such a change passes through.
 //!
 //! Foundations:
 //! - [`fsutil`]: atomic writes, no-follow opens, locks.

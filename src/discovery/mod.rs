@@ -23,8 +23,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::atsf::ThreadMeta;
-use crate::cache::{self, CacheRecord, CacheState};
-use crate::error::{Error, Result};
+use crate::error::Error;
 use crate::git::Integration;
 use crate::git::changes::{Divergence, HeadCommit, Uncommitted};
 use crate::store::Thread;
@@ -174,25 +173,6 @@ impl Found {
             }
             _ => None,
         }
-    }
-
-    /// Brings the cached copy of a live worktree thread up to date after its
-    /// `thread.json` changed, so a later `rm -rf` loses nothing.
-    pub fn refresh_cache(&self) -> Result<()> {
-        let Some(wt) = self.live_worktree() else {
-            return Ok(());
-        };
-        if self.meta.context.worktree.is_none() {
-            return Ok(());
-        }
-        let record = CacheRecord {
-            repo_root: self.repo_root.to_string_lossy().into_owned(),
-            worktree_path: wt.to_string_lossy().into_owned(),
-            branch: self.branch.clone().unwrap_or_default(),
-            state: CacheState::Live,
-            cached_at: crate::atsf::now_timestamp(),
-        };
-        cache::refresh(&self.repo_root, &self.thread, &record)
     }
 }
 

@@ -246,8 +246,6 @@ fn land_new_commit(
 /// an error: the merge is done).
 fn finish(repo: &Repo, found: &Found, options: &LandOptions, landed: &mut Landed) {
     if options.keep {
-        // The cache's copy gets the recorded outcome.
-        let _ = found.refresh_cache();
         return;
     }
     let remove = RemoveOptions {

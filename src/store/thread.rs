@@ -233,7 +233,14 @@ impl Thread {
     /// `thread.json` with its version bumped, written atomically.
     fn save_meta(&self, meta: &mut ThreadMeta) -> Result<()> {
         meta.v = Some(meta.version() + 1);
-        self.write_meta(meta)
+        self.write_meta(meta)?;
+        // The one import that runs up a layer: the store is below the cache,
+        // yet every change of a task's thread.json must reach the cache's
+        // copy, and this is the one place every such change passes through
+        // (an append's stats excepted: the copy shares the log they come
+        // from). Best effort: the next read of the thread refreshes it too.
+        crate::cache::follow(self, meta);
+        Ok(())
     }
 
     /// [`Thread::save_meta`] after an append: the log, synced already, is

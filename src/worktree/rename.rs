@@ -61,7 +61,6 @@ pub fn rename(repo: &Repo, found: &Found, title: &str, branch: bool) -> Result<R
             }
         }
     })?;
-    found.refresh_cache()?;
     Ok(Renamed {
         thread_id: found.thread.id().clone(),
         title: title.to_string(),

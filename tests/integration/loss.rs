@@ -382,3 +382,42 @@ fn after_git_clean_the_thread_is_restored_and_rm_works() {
     let shown = json(&ok(sb.grove(&repo).args(["show", &t.id, "--json"])));
     assert_eq!(shown["messages"].as_array().unwrap().len(), 3);
 }
+
+/// Issue 25: a change of a task's thread.json reaches the cache's copy by
+/// itself — here an agent's state, which the capture hook records and
+/// nothing else saves to the cache — so a worktree deleted behind grove's
+/// back right after loses nothing of it.
+#[test]
+fn the_cache_copy_follows_every_change_of_thread_json() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    let t = task(&sb, &repo, "followed");
+    let cached = sb.cache_entry(&t.id).join("thread.json");
+    assert!(read_json(&cached)["metadata"]["capture"]["state"].is_null());
+    let transcript = sb.path().join("s1.jsonl");
+    std::fs::copy(
+        fixtures().join("claude/v2.1/cb88ae13-898d-4076-aeb5-bc37191c5d2e.jsonl"),
+        &transcript,
+    )
+    .unwrap();
+    let input = serde_json::json!({
+        "session_id": "cb88ae13-898d-4076-aeb5-bc37191c5d2e",
+        "transcript_path": transcript,
+        "cwd": t.wt,
+        "hook_event_name": "UserPromptSubmit",
+    });
+    let out = run_with_stdin(
+        sb.grove(&t.wt)
+            .args(["capture", "claude", "--thread", &t.id]),
+        input.to_string().as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let copy = read_json(&cached);
+    assert_eq!(
+        copy["metadata"]["capture"]["state"]["state"], "working",
+        "{copy}"
+    );
+    // Archiving, which used to refresh the copy itself, still reaches it.
+    ok(sb.grove(&repo).args(["archive", &t.id]));
+    assert_eq!(read_json(&cached)["archived"], true);
+}

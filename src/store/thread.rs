@@ -357,6 +357,55 @@ pub struct ThreadLock<'a> {
 }
 
 impl ThreadLock<'_> {
+    /// Adds to the end of the log what `write` writes, after cutting it
+    /// back to `complete` bytes (a torn tail is not kept in the middle),
+    /// then syncs it: a merge that only adds at the end.
+    pub fn extend_log(
+        &self,
+        complete: u64,
+        write: impl FnOnce(&mut File) -> std::io::Result<()>,
+    ) -> Result<()> {
+        let path = self.thread.messages_path();
+        let mut file = fsutil::open_append(&path, true)?;
+        if file.metadata().ctx("reading metadata of", &path)?.len() != complete {
+            file.set_len(complete).ctx("truncating", &path)?;
+        }
+        write(&mut file).map_err(|e| Error::io("writing", &path, e))?;
+        file.sync_all().ctx("syncing", &path)
+    }
+
+    /// Replaces the log whole with what `write` writes, synced before it
+    /// takes the log's place: a merge that puts lines between the log's.
+    pub fn replace_log(
+        &self,
+        write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+    ) -> Result<()> {
+        let path = self.thread.messages_path();
+        fsutil::refuse_symlink(&path)?;
+        let mut tmp = fsutil::temp_file_beside(&path)?;
+        {
+            let mut out = std::io::BufWriter::new(tmp.as_file_mut());
+            write(&mut out)
+                .and_then(|()| std::io::Write::flush(&mut out))
+                .map_err(|e| Error::io("writing", &path, e))?;
+        }
+        tmp.as_file().sync_all().ctx("syncing", &path)?;
+        tmp.persist(&path)
+            .map_err(|e| Error::io("replacing", &path, e.error))?;
+        Ok(())
+    }
+
+    /// Replaces `thread.json` with `bytes` as they are (a merge keeps one
+    /// side's own bytes when it can); the cache's copy follows.
+    pub fn replace_meta_bytes(&self, bytes: &[u8]) -> Result<()> {
+        let path = self.thread.meta_path();
+        let meta: ThreadMeta = atsf::parse_json(&path, bytes)?;
+        fsutil::refuse_symlink(&path)?;
+        fsutil::write_atomic(&path, bytes)?;
+        crate::cache::follow(self.thread, &meta);
+        Ok(())
+    }
+
     /// Reads `thread.json` (under the lock).
     pub fn meta(&self) -> Result<ThreadMeta> {
         self.thread.meta()

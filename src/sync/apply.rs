@@ -3,7 +3,7 @@
 //! remote's log and assets are files in a staging directory; logs are
 //! merged a line at a time ([`super::logs`]).
 
-use std::io::{BufReader, Read, Seek, Write};
+use std::io::{BufReader, Read, Seek};
 
 use serde_json::Value;
 
@@ -47,7 +47,7 @@ pub(super) fn bring_in(repo: &Repo, here: Option<&Found>, remote: RemoteThread) 
 pub(super) fn merge_into(found: &Found, remote: &RemoteThread) -> Result<u64> {
     check(remote)?;
     let thread = &found.thread;
-    let _lock = thread.lock()?;
+    let lock = thread.lock()?;
     let log_path = thread.messages_path();
     let mut ours = match crate::fsutil::open_read_opt(&log_path)? {
         Some(f) => f,
@@ -62,39 +62,25 @@ pub(super) fn merge_into(found: &Found, remote: &RemoteThread) -> Result<u64> {
         BufReader::new(&theirs),
     )?;
     add_assets(thread, remote)?;
-    let written = |e: std::io::Error| Error::io("writing", &log_path, e);
     let replaced = match &plan {
         Plan::Same => false,
         Plan::Append { pieces, .. } => {
-            let mut file = crate::fsutil::open_append(&log_path, true)?;
             // A torn tail (a write in progress elsewhere) is not ours to keep
             // in the middle: the merge begins at the last complete line.
-            if len != complete {
-                file.set_len(complete).ctx("truncating", &log_path)?;
-            }
-            logs::write(pieces, &mut ours, &mut theirs, &mut file).map_err(written)?;
-            file.sync_all().ctx("syncing", &log_path)?;
+            lock.extend_log(complete, |file| {
+                logs::write(pieces, &mut ours, &mut theirs, file)
+            })?;
             false
         }
         Plan::Rewrite { pieces, .. } => {
-            crate::fsutil::refuse_symlink(&log_path)?;
-            let mut tmp = crate::fsutil::temp_file_beside(&log_path)?;
-            {
-                let mut out = std::io::BufWriter::new(tmp.as_file_mut());
-                logs::write(pieces, &mut ours, &mut theirs, &mut out).map_err(written)?;
-                out.flush().map_err(written)?;
-            }
-            tmp.as_file().sync_all().ctx("syncing", &log_path)?;
-            tmp.persist(&log_path)
-                .map_err(|e| Error::io("replacing", &log_path, e.error))?;
+            lock.replace_log(|out| logs::write(pieces, &mut ours, &mut theirs, out))?;
             true
         }
     };
     let ours_meta = crate::fsutil::read(&thread.meta_path())?;
     let meta = merged_meta(&ours_meta, &remote.files.meta, &stats_of(&log_path)?)?;
     if meta != ours_meta {
-        crate::fsutil::refuse_symlink(&thread.meta_path())?;
-        crate::fsutil::write_atomic(&thread.meta_path(), &meta)?;
+        lock.replace_meta_bytes(&meta)?;
     }
     if replaced {
         crate::cache::relink_log(&found.repo_root, thread)?;

@@ -301,7 +301,7 @@ pub fn write<A: Read + Seek, B: Read + Seek>(
     pieces: &[Piece],
     ours: &mut A,
     theirs: &mut B,
-    out: &mut impl Write,
+    out: &mut (impl Write + ?Sized),
 ) -> std::io::Result<()> {
     for p in pieces {
         let from: &mut dyn ReadSeek = match p.side {

@@ -394,24 +394,7 @@ fn the_cache_copy_follows_every_change_of_thread_json() {
     let t = task(&sb, &repo, "followed");
     let cached = sb.cache_entry(&t.id).join("thread.json");
     assert!(read_json(&cached)["metadata"]["capture"]["state"].is_null());
-    let transcript = sb.path().join("s1.jsonl");
-    std::fs::copy(
-        fixtures().join("claude/v2.1/cb88ae13-898d-4076-aeb5-bc37191c5d2e.jsonl"),
-        &transcript,
-    )
-    .unwrap();
-    let input = serde_json::json!({
-        "session_id": "cb88ae13-898d-4076-aeb5-bc37191c5d2e",
-        "transcript_path": transcript,
-        "cwd": t.wt,
-        "hook_event_name": "UserPromptSubmit",
-    });
-    let out = run_with_stdin(
-        sb.grove(&t.wt)
-            .args(["capture", "claude", "--thread", &t.id]),
-        input.to_string().as_bytes(),
-    );
-    assert_eq!(out.status.code(), Some(0));
+    give_agent_state(&sb, &t.wt, &t.id);
     let copy = read_json(&cached);
     assert_eq!(
         copy["metadata"]["capture"]["state"]["state"], "working",

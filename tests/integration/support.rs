@@ -548,3 +548,24 @@ impl Sandbox {
         true
     }
 }
+
+/// A captured `UserPromptSubmit`: the task's agent is `working`.
+pub fn give_agent_state(sb: &Sandbox, wt: &Path, id: &str) {
+    let transcript = sb.path().join("s1.jsonl");
+    std::fs::copy(
+        fixtures().join("claude/v2.1/cb88ae13-898d-4076-aeb5-bc37191c5d2e.jsonl"),
+        &transcript,
+    )
+    .unwrap();
+    let input = serde_json::json!({
+        "session_id": "cb88ae13-898d-4076-aeb5-bc37191c5d2e",
+        "transcript_path": transcript,
+        "cwd": wt,
+        "hook_event_name": "UserPromptSubmit",
+    });
+    let out = run_with_stdin(
+        sb.grove(wt).args(["capture", "claude", "--thread", id]),
+        input.to_string().as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(0));
+}

@@ -75,7 +75,7 @@ pub fn events(native: Native) -> &'static [&'static str] {
             "Notification",
             "SessionEnd",
         ],
-        // The events grove's plugin passes on (see `super::opencode`).
+        // The events grove's OpenCode plugin passes on.
         Native::OpenCode => OPENCODE_EVENTS,
     }
 }

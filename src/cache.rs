@@ -572,7 +572,8 @@ pub fn repo_of_removed_worktree(path: &Path) -> Option<PathBuf> {
         .filter(|root| root.is_dir())
 }
 
-/// Brings the cache's copy of `thread` up to its new `meta`, just written
+/// Brings the cache's copy of `thread` up to its new `meta` (`bytes`, as
+/// just written)
 /// (called by the store, the one place a thread.json change passes
 /// through). Only a copy that is there is written, never made, and without
 /// the cache's lock — the store holds the thread's, and the copy is
@@ -580,7 +581,7 @@ pub fn repo_of_removed_worktree(path: &Path) -> Option<PathBuf> {
 /// bytes, a purge racing with it moves the directory away first. A thread
 /// whose repository cannot be told (no `mainRoot`, not in a linked
 /// worktree) is left to the next read's refresh.
-pub(crate) fn follow(thread: &Thread, meta: &ThreadMeta) {
+pub(crate) fn follow(thread: &Thread, meta: &ThreadMeta, bytes: &[u8]) {
     let Some(main_root) = meta
         .grove()
         .main_root()
@@ -595,10 +596,8 @@ pub(crate) fn follow(thread: &Thread, meta: &ThreadMeta) {
         return;
     }
     let cached = dir.join(atsf::THREAD_FILE);
-    if let Ok(bytes) = fsutil::read(&thread.meta_path())
-        && fsutil::refuse_symlink(&cached).is_ok()
-    {
-        let _ = fsutil::write_atomic_derived(&cached, &bytes);
+    if fsutil::refuse_symlink(&cached).is_ok() {
+        let _ = fsutil::write_atomic_derived(&cached, bytes);
     }
 }
 

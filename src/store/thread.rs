@@ -159,9 +159,13 @@ impl Thread {
 
     /// Replaces `thread.json` atomically.
     pub fn write_meta(&self, meta: &ThreadMeta) -> Result<()> {
+        self.write_meta_bytes(&atsf::to_pretty(meta)?)
+    }
+
+    fn write_meta_bytes(&self, bytes: &[u8]) -> Result<()> {
         self.guard()?;
         fsutil::refuse_symlink(&self.meta_path())?;
-        fsutil::write_atomic(&self.meta_path(), &atsf::to_pretty(meta)?)
+        fsutil::write_atomic(&self.meta_path(), bytes)
     }
 
     /// Streams the messages (see [`MessageReader`]).
@@ -233,13 +237,14 @@ impl Thread {
     /// `thread.json` with its version bumped, written atomically.
     fn save_meta(&self, meta: &mut ThreadMeta) -> Result<()> {
         meta.v = Some(meta.version() + 1);
-        self.write_meta(meta)?;
+        let bytes = atsf::to_pretty(meta)?;
+        self.write_meta_bytes(&bytes)?;
         // The one import that runs up a layer: the store is below the cache,
         // yet every change of a task's thread.json must reach the cache's
         // copy, and this is the one place every such change passes through
         // (an append's stats excepted: the copy shares the log they come
         // from). Best effort: the next read of the thread refreshes it too.
-        crate::cache::follow(self, meta);
+        crate::cache::follow(self, meta, &bytes);
         Ok(())
     }
 
@@ -402,7 +407,7 @@ impl ThreadLock<'_> {
         let meta: ThreadMeta = atsf::parse_json(&path, bytes)?;
         fsutil::refuse_symlink(&path)?;
         fsutil::write_atomic(&path, bytes)?;
-        crate::cache::follow(self.thread, &meta);
+        crate::cache::follow(self.thread, &meta, bytes);
         Ok(())
     }
 

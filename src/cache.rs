@@ -112,23 +112,39 @@ fn save_locked(
     save_log(thread, &dir, copy_log)?;
     let meta_bytes = fsutil::read(&thread.meta_path())?;
     let cached_meta = dir.join(atsf::THREAD_FILE);
-    // Unchanged since the last save: no second write (and fsync).
-    if fsutil::read(&cached_meta).ok().as_deref() != Some(meta_bytes.as_slice()) {
-        fsutil::write_atomic(&cached_meta, &meta_bytes)?;
+    // Unchanged since the last save: no second write (and fsync). Its bytes
+    // are synced; its name is, with the record's, when a record is written
+    // (before that the copy is the one an older save left).
+    let wrote_copy = fsutil::read(&cached_meta).ok().as_deref() != Some(meta_bytes.as_slice());
+    if wrote_copy {
+        fsutil::write_atomic_derived(&cached_meta, &meta_bytes)?;
     }
     link_files(thread.dir(), &dir)?;
-    match read_record(&dir) {
+    let synced_record = match read_record(&dir) {
         // Only `cachedAt` would change: not worth two fsyncs on the first
         // read after each write. The record's time still moves on, so that
         // the next read does not look again.
         Ok(old) if same_place(&old, record) && old.state == record.state => {
-            touch(&dir.join(RECORD))
+            touch(&dir.join(RECORD));
+            false
         }
         // Only the state changes: a marker against a killed process, whose
         // writes the kernel keeps (as the intent journal is); after a power
         // cut the older state is finished like an interrupted removal.
-        Ok(old) if same_place(&old, record) => write_record_unsynced(&dir, record)?,
-        _ => write_record(&dir, record)?,
+        Ok(old) if same_place(&old, record) => {
+            write_record_unsynced(&dir, record)?;
+            false
+        }
+        _ => {
+            write_record(&dir, record)?;
+            true
+        }
+    };
+    // A live entry follows its worktree's files, which are the durable
+    // ones; any other is about to be the thread's only home, so the new
+    // copy's name must outlast a power cut too.
+    if wrote_copy && !synced_record && record.state != CacheState::Live {
+        fsutil::sync_dir(&dir)?;
     }
     Ok(dir)
 }

@@ -6,7 +6,10 @@
 //! The worktree list, branches, integration of a task's commits and
 //! uncommitted changes are read here for every layer above.
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 pub mod changes;
 pub mod cmd;
@@ -39,17 +42,7 @@ pub struct RepoInfo {
 /// and operation: opening reads the configuration files anew, and one
 /// `grove rm` asked for the same repository eight times. `None` when
 /// libgit2 cannot open it (the caller asks git).
-pub fn open(path: &Path) -> Option<std::rc::Rc<git2::Repository>> {
-    use std::cell::RefCell;
-    use std::rc::Rc;
-    use std::time::{Duration, Instant};
-    // Kept a short while only, so that a long-running grove (`launch`)
-    // sees configuration changed meanwhile.
-    const FRESH: Duration = Duration::from_millis(500);
-    thread_local! {
-        static OPEN: RefCell<Option<(PathBuf, Instant, Rc<git2::Repository>)>> =
-            const { RefCell::new(None) };
-    }
+pub fn open(path: &Path) -> Option<Rc<git2::Repository>> {
     OPEN.with(|slot| {
         if let Some((at, opened, repo)) = &*slot.borrow()
             && at == path
@@ -57,10 +50,28 @@ pub fn open(path: &Path) -> Option<std::rc::Rc<git2::Repository>> {
         {
             return Some(Rc::clone(repo));
         }
-        let repo = Rc::new(git2::Repository::open(path).ok()?);
-        *slot.borrow_mut() = Some((path.to_path_buf(), Instant::now(), Rc::clone(&repo)));
-        Some(repo)
+        let repo = git2::Repository::open(path).ok()?;
+        Some(remember(path, repo))
     })
+}
+
+/// Kept a short while only, so that a long-running grove (`launch`) sees
+/// configuration changed meanwhile.
+const FRESH: Duration = Duration::from_millis(500);
+
+type Opened = Option<(PathBuf, Instant, Rc<git2::Repository>)>;
+
+thread_local! {
+    static OPEN: RefCell<Opened> = const { RefCell::new(None) };
+}
+
+/// Makes `repo`, opened at `path`, the handle [`open`] gives for `path`.
+fn remember(path: &Path, repo: git2::Repository) -> Rc<git2::Repository> {
+    let repo = Rc::new(repo);
+    OPEN.with(|slot| {
+        *slot.borrow_mut() = Some((path.to_path_buf(), Instant::now(), Rc::clone(&repo)));
+    });
+    repo
 }
 
 fn canonical(p: &Path) -> PathBuf {
@@ -98,6 +109,11 @@ pub fn discover(path: &Path) -> Result<Option<RepoInfo>> {
         .or_else(|| bare_main_root(&common))
         .unwrap_or_else(|| workdir.clone());
     let (branch, head) = head_state(&repo)?;
+    // Started in the main checkout (the usual case), the repository just
+    // opened is the one the command goes on to read: not opened twice.
+    if workdir == main_root {
+        remember(&main_root, repo);
+    }
     Ok(Some(RepoInfo {
         workdir,
         main_root,

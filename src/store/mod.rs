@@ -109,17 +109,19 @@ impl Store {
     pub fn ensure_dir(&self) -> Result<bool> {
         refuse_git_dir(self.root())?;
         crate::fsutil::real_dir(self.root(), &self.agent_dir)?;
-        let text = if self.in_linked_worktree() {
+        let path = self.agent_dir.join(".gitignore");
+        if self.in_linked_worktree() {
             // A task's worktree: the file grove writes there is grove's, and
-            // keeps itself out of the worktree's `git status`.
-            format!(
+            // keeps itself out of the worktree's `git status`. Unsynced: a
+            // power cut that takes it costs its rewriting here, next time.
+            let text = format!(
                 "{}{WORKTREE_IGNORE_MARK}\n/.gitignore\n",
                 atsf::DEFAULT_GITIGNORE
-            )
+            );
+            crate::fsutil::write_new_unsynced(&path, text.as_bytes())
         } else {
-            atsf::DEFAULT_GITIGNORE.to_string()
-        };
-        write_new(&self.agent_dir.join(".gitignore"), text.as_bytes())
+            write_new(&path, atsf::DEFAULT_GITIGNORE.as_bytes())
+        }
     }
 
     /// `grove init`: `.agent/`, its `.gitignore` and a `config.json`, each

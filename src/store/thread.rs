@@ -199,8 +199,14 @@ impl Thread {
         let locked = self.lock()?;
         let mut meta = locked.meta()?;
         locked.check_version(&meta, expected)?;
+        let before = meta.clone();
         change(&mut meta);
-        locked.save(&mut meta)?;
+        // A change that changes nothing writes nothing: no new version, no
+        // fsyncs (`grove new` records its setup's outcomes this way, and
+        // with nothing set up they are what the thread already says).
+        if meta != before {
+            locked.save(&mut meta)?;
+        }
         Ok(meta)
     }
 

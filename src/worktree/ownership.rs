@@ -58,7 +58,10 @@ pub fn record(
         created_at: crate::atsf::now_timestamp(),
     };
     let bytes = serde_json::to_vec_pretty(&made).map_err(|e| Error::Other(e.to_string()))?;
-    crate::fsutil::write_atomic(&path, &bytes)
+    // Its bytes synced, its name not: a power cut may lose the record (the
+    // branch is then kept, as for any branch grove did not make), never
+    // leave a torn one.
+    crate::fsutil::write_atomic_derived(&path, &bytes)
 }
 
 /// The branch grove made for task `thread_id` on this machine, if it made

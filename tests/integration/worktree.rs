@@ -74,6 +74,28 @@ fn new_creates_branch_worktree_and_thread_and_prints_the_path() {
 }
 
 #[test]
+fn a_task_set_up_with_nothing_writes_its_thread_json_once() {
+    // Each write of thread.json is a file and a directory to sync: a setup
+    // that ran nothing records outcomes the thread already holds.
+    let sb = Sandbox::new();
+    let repo = sb.repo("app");
+    for args in [
+        &["new", "--no-hooks", "Quiet one"][..],
+        &["new", "Quiet two"][..],
+    ] {
+        let path = PathBuf::from(ok(sb.grove(&repo).args(args)).trim_end());
+        let dir = std::fs::read_dir(path.join(".agent/threads"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.is_dir())
+            .unwrap();
+        let meta = read_json(&dir.join("thread.json"));
+        assert_eq!(meta.get("v"), None, "{args:?}: written once: {meta}");
+        assert_eq!(meta["metadata"]["grove"]["hooks"], serde_json::json!([]));
+    }
+}
+
+#[test]
 fn json_output_and_tracked_agent_files() {
     let sb = Sandbox::new();
     let repo = sb.repo("app");

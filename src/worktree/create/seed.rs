@@ -14,7 +14,9 @@ pub(super) fn make_thread(
     maker: &dyn MakeThread,
 ) -> Result<(Thread, ThreadMeta, Vec<String>)> {
     let dir = &made.dir;
-    let head = match crate::git::discover(dir)?.and_then(|info| info.head) {
+    // The new worktree has the branch checked out: its tip, read through the
+    // repository already open, is the worktree's HEAD.
+    let head = match repo.resolve_commit(&format!("refs/heads/{}", plan.branch))? {
         Some(head) => head,
         None => repo.git.run(dir, &["rev-parse", "HEAD"])?,
     };
@@ -28,14 +30,18 @@ pub(super) fn make_thread(
     // Nothing of `.agent/` goes into the repository-wide `info/exclude`: it
     // would hide the main checkout's own `.agent/config.json` from `git add`.
     let excludes = Vec::new();
-    forget_agent_excludes(repo, dir);
+    forget_agent_excludes(repo);
 
     let mut meta = plan.meta.clone();
     meta.context = task_context(repo, plan, dir, &head)?;
     // A section of the planned thread's own is replaced, not merged into.
     meta.metadata_mut().remove(atsf::grove::KEY);
-    meta.grove_mut()
-        .set_task(&project.main_root, plan.create_branch, &excludes);
+    let mut grove = meta.grove_mut();
+    grove.set_task(&project.main_root, plan.create_branch, &excludes);
+    // The setup's outcomes as they stand before it runs: when it runs
+    // nothing, recording them afterwards is no second write.
+    grove.set_hooks(Value::Array(Vec::new()));
+    drop(grove);
     let thread = maker.make(&wt_store, meta)?;
     let meta = thread.meta()?;
     Ok((thread, meta, excludes))
@@ -75,18 +81,22 @@ fn seed_agent_dir(main_store: &Store, wt_store: &Store) -> Result<()> {
         text.push_str(&line);
         text.push('\n');
     }
-    crate::fsutil::write_new(&to_ignore, text.as_bytes())?;
+    // Unsynced, like the `.gitignore`s of grove's own directories: after a
+    // power cut takes it, the worktree's next store opening writes one again.
+    crate::fsutil::write_new_unsynced(&to_ignore, text.as_bytes())?;
     Ok(())
 }
 
 /// Takes out of the repository's `info/exclude` the `.agent/` entries an
 /// older grove put there (best effort: they only hide files).
-fn forget_agent_excludes(repo: &Repo, dir: &Path) {
+fn forget_agent_excludes(repo: &Repo) {
     let old: Vec<String> = [atsf::CONFIG_FILE, ".gitignore"]
         .iter()
         .filter_map(|name| exclude::pattern_for(&Path::new(atsf::AGENT_DIR).join(name)).ok())
         .collect();
-    if let Ok(file) = exclude::exclude_file(&repo.git, dir) {
+    // Every worktree shares the repository's `info/exclude`: found through
+    // the main checkout, whose repository is open already.
+    if let Ok(file) = exclude::exclude_file(&repo.git, &repo.main_root) {
         let _ = exclude::remove(&file, &old);
     }
 }

@@ -215,7 +215,7 @@ impl<'a> Finish<'a> {
         if added.is_empty() {
             return;
         }
-        let result = exclude::exclude_file(&self.repo.git, &self.dir)
+        let result = exclude::exclude_file(&self.repo.git, &self.repo.main_root)
             .and_then(|file| exclude::add(&file, &added));
         match result {
             Ok(()) => self.excludes.extend(added),

@@ -5,7 +5,9 @@
 //! cached threads of another repository, the same prefix append against
 //! the full-id append (target <= 1.2x); a worktree thread appended to by
 //! full id from the main checkout against from its worktree (target <=
-//! 1.2x). Alternating rounds, medians. GROVE_BENCH_SCALE shrinks the counts.
+//! 1.2x); `grove append` of one synced line against `dd conv=fsync`
+//! appending the same line beside it (target <= 1.5x). Alternating rounds,
+//! medians. GROVE_BENCH_SCALE shrinks the counts.
 
 // Tests and benchmarks start git, grove and their baselines themselves.
 #![allow(clippy::disallowed_methods)]
@@ -174,6 +176,33 @@ fn main() {
         m,
         w,
         1.2,
+    );
+
+    // One line appended and synced: grove (which also updates thread.json)
+    // against dd appending the same line to a log beside it and syncing it.
+    let line = root.join("line.json");
+    std::fs::write(&line, "{\"role\":\"user\",\"content\":[]}\n").expect("line");
+    let beside = Store::for_project(&small)
+        .threads_dir()
+        .join("dd-messages.jsonl");
+    let (a, d) = compare(
+        env,
+        || env.grove(&small, &["append", &id, "--role", "user", "--text", "x"]),
+        || {
+            let mut dd = Command::new("dd");
+            dd.arg(format!("if={}", line.display()))
+                .arg(format!("of={}", beside.display()))
+                .args(["oflag=append", "conv=notrunc,fsync", "status=none"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped());
+            dd
+        },
+    );
+    report(
+        "append of one synced line: grove append vs dd conv=fsync",
+        a,
+        d,
+        1.5,
     );
 
     // rm of a fresh task: in the 10,000-thread project vs in a 2-thread one.

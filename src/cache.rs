@@ -110,40 +110,47 @@ fn save_locked(
     std::fs::create_dir_all(&repo).ctx("creating", &repo)?;
     fsutil::real_dir(&repo, &dir)?;
     save_log(thread, &dir, copy_log)?;
+    // A live entry follows its worktree's files, which are the durable
+    // ones: written without waiting for the disk (a power cut that takes
+    // some of it is repaired by the next read, from the worktree). Any
+    // other is about to be the thread's only home: all it holds is synced,
+    // names included, whatever an earlier live save left unsynced.
+    let durable = record.state != CacheState::Live;
     let meta_bytes = fsutil::read(&thread.meta_path())?;
     let cached_meta = dir.join(atsf::THREAD_FILE);
-    // Unchanged since the last save: no second write (and fsync). Its bytes
-    // are synced; its name is, with the record's, when a record is written
-    // (before that the copy is the one an older save left).
-    let wrote_copy = fsutil::read(&cached_meta).ok().as_deref() != Some(meta_bytes.as_slice());
-    if wrote_copy {
-        fsutil::write_atomic_derived(&cached_meta, &meta_bytes)?;
+    // Unchanged since the last save: no second write.
+    if fsutil::read(&cached_meta).ok().as_deref() != Some(meta_bytes.as_slice()) {
+        if durable {
+            fsutil::write_atomic_derived(&cached_meta, &meta_bytes)?;
+        } else {
+            fsutil::write_atomic_unsynced(&cached_meta, &meta_bytes)?;
+        }
+    } else if durable {
+        fsutil::sync_file(&cached_meta)?;
     }
     link_files(thread.dir(), &dir)?;
-    let synced_record = match read_record(&dir) {
-        // Only `cachedAt` would change: not worth two fsyncs on the first
-        // read after each write. The record's time still moves on, so that
-        // the next read does not look again.
+    if durable {
+        // A log copied rather than linked (another filesystem) is new data.
+        let log = dir.join(atsf::MESSAGES_FILE);
+        if std::fs::symlink_metadata(&log).is_ok() {
+            fsutil::sync_file(&log)?;
+        }
+    }
+    match read_record(&dir) {
+        // Only `cachedAt` would change: not worth a write on the first read
+        // after each write. The record's time still moves on, so that the
+        // next read does not look again.
         Ok(old) if same_place(&old, record) && old.state == record.state => {
-            touch(&dir.join(RECORD));
-            false
+            touch(&dir.join(RECORD))
         }
         // Only the state changes: a marker against a killed process, whose
         // writes the kernel keeps (as the intent journal is); after a power
         // cut the older state is finished like an interrupted removal.
-        Ok(old) if same_place(&old, record) => {
-            write_record_unsynced(&dir, record)?;
-            false
-        }
-        _ => {
-            write_record(&dir, record)?;
-            true
-        }
-    };
-    // A live entry follows its worktree's files, which are the durable
-    // ones; any other is about to be the thread's only home, so the new
-    // copy's name must outlast a power cut too.
-    if wrote_copy && !synced_record && record.state != CacheState::Live {
+        Ok(old) if same_place(&old, record) => write_record_unsynced(&dir, record)?,
+        _ if durable => write_record(&dir, record)?,
+        _ => write_record_unsynced(&dir, record)?,
+    }
+    if durable {
         fsutil::sync_dir(&dir)?;
     }
     Ok(dir)
@@ -612,8 +619,10 @@ pub(crate) fn follow(thread: &Thread, meta: &ThreadMeta, bytes: &[u8]) {
         return;
     }
     let cached = dir.join(atsf::THREAD_FILE);
+    // Unsynced: the copy of a live thread follows the worktree's durable
+    // file (see `save_locked`).
     if fsutil::refuse_symlink(&cached).is_ok() {
-        let _ = fsutil::write_atomic_derived(&cached, bytes);
+        let _ = fsutil::write_atomic_unsynced(&cached, bytes);
     }
 }
 

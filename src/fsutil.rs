@@ -165,6 +165,12 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Syncs the file at `path` to disk (opened to read, never through a link):
+/// what an earlier unsynced write left there becomes durable.
+pub fn sync_file(path: &Path) -> Result<()> {
+    open_read(path)?.sync_all().ctx("syncing", path)
+}
+
 #[cfg(unix)]
 pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;

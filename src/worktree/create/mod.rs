@@ -18,6 +18,7 @@ mod setup;
 
 use checkout::{Made, add_worktree};
 use plan::{Plan, plan};
+use record::record_made_branch;
 use seed::make_thread;
 use setup::Finish;
 
@@ -135,10 +136,29 @@ pub fn create_with(
     let plan = plan(project, &repo, task, config.as_ref())?;
     // Undone on any failure until the thread exists.
     let mut made = add_worktree(&repo, &plan)?;
-    let (thread, meta, excludes) = make_thread(project, &repo, &plan, &made, maker)?;
+    // The branch's record is written while the thread is made: both wait
+    // for the disk, and waiting side by side costs one wait.
+    let (thread, owned) = std::thread::scope(|scope| {
+        let owned = scope.spawn(|| record_made_branch(project, &plan));
+        let thread = make_thread(project, &repo, &plan, &made, maker);
+        let owned = owned
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (thread, owned)
+    });
+    let (thread, meta, excludes) = match thread {
+        Ok(made_thread) => made_thread,
+        Err(e) => {
+            // The branch goes with the rollback: so does its record.
+            if owned.is_ok() && plan.create_branch {
+                let _ = super::ownership::forget(&project.main_root, &plan.id);
+            }
+            return Err(e);
+        }
+    };
     made.keep();
     let mut setup = Finish::new(project, &repo, task, &plan, &made.dir, thread, excludes);
-    setup.record_made_branch();
+    setup.branch_recorded(owned);
     setup.run(&hooks, reporter, ask_trust, maker);
     let meta = setup.record_all(meta);
     Ok(setup.created(meta, made.carried))

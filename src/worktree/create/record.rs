@@ -28,20 +28,9 @@ impl Finish<'_> {
         }
     }
 
-    /// This machine's record of the branch grove made, the only thing
-    /// that lets `rm` delete it later (see [`crate::worktree::ownership`]).
-    /// Without it the branch is kept, which is why its failure is only a
-    /// problem of the task.
-    pub(super) fn record_made_branch(&mut self) {
-        if !self.plan.create_branch {
-            return;
-        }
-        let recorded = crate::worktree::ownership::record(
-            &self.project.main_root,
-            &self.plan.id,
-            &self.plan.branch,
-            &self.plan.base_commit,
-        );
+    /// The outcome of [`record_made_branch`]: a record that could not be
+    /// written is a problem of the task (its branch will be kept).
+    pub(super) fn branch_recorded(&mut self, recorded: Result<()>) {
         if let Err(e) = recorded {
             self.problems.push(format!(
                 "grove could not record that it made {} ({e}); `grove rm` will keep that branch",
@@ -91,4 +80,19 @@ impl Finish<'_> {
             }
         }
     }
+}
+
+/// This machine's record of the branch grove made, the only thing that lets
+/// `rm` delete it later (see [`crate::worktree::ownership`]). Nothing to
+/// record when the branch was there before.
+pub(super) fn record_made_branch(project: &Project, plan: &Plan) -> Result<()> {
+    if !plan.create_branch {
+        return Ok(());
+    }
+    crate::worktree::ownership::record(
+        &project.main_root,
+        &plan.id,
+        &plan.branch,
+        &plan.base_commit,
+    )
 }

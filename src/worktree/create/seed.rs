@@ -41,7 +41,6 @@ pub(super) fn make_thread(
     // The setup's outcomes as they stand before it runs: when it runs
     // nothing, recording them afterwards is no second write.
     grove.set_hooks(Value::Array(Vec::new()));
-    drop(grove);
     let thread = maker.make(&wt_store, meta)?;
     let meta = thread.meta()?;
     Ok((thread, meta, excludes))

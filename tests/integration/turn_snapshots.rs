@@ -271,3 +271,97 @@ fn a_captured_turn_snapshots_each_boundary_and_leaves_the_user_s_git_state_alone
         assert!(chain.contains(s["commit"].as_str().unwrap()));
     }
 }
+
+#[test]
+fn the_ref_keeps_snapshots_through_gc_and_push_and_pull_carry_them_to_another_clone() {
+    let (sb, a, b) = crate::sync::machines();
+    sb.install_stubs();
+    let task = new_task(&sb, &a, &["Task", "--agent", "claude-code"]);
+    let wt = PathBuf::from(task["worktreePath"].as_str().unwrap());
+    let id = task["threadId"].as_str().unwrap().to_string();
+    ok(sb.grove(&wt).args(["capture", "install", &id]));
+    // Written by the agent and never committed: only snapshots hold it.
+    turns(
+        &sb,
+        &wt,
+        SESSION,
+        false,
+        &["run: echo only-here > loose.txt"],
+    );
+    let taken = snapshots(&wt, &id);
+    let tool = taken.iter().find(|s| s["at"] == "toolCall").unwrap();
+    let blob = format!("{}:loose.txt", tool["tree"].as_str().unwrap());
+
+    sb.git(&a, &["gc", "-q", "--prune=now"]);
+    for s in &taken {
+        sb.git(&a, &["cat-file", "-e", s["tree"].as_str().unwrap()]);
+    }
+    assert_eq!(sb.git(&a, &["cat-file", "-p", &blob]), "only-here");
+
+    let pushed = json(&ok(sb.grove(&a).args(["push", &id, "--json"])));
+    assert_eq!(pushed["snapshots"], serde_json::json!([id]), "{pushed:#}");
+    let name = format!("refs/grove/snapshots/{id}");
+    let tip = sb.git(&a, &["rev-parse", &name]);
+
+    let pulled = json(&ok(sb.grove(&b).args(["pull", "--json"])));
+    assert_eq!(pulled["snapshots"], serde_json::json!([id]), "{pulled:#}");
+    assert_eq!(sb.git(&b, &["rev-parse", &name]), tip);
+    sb.git(&b, &["gc", "-q", "--prune=now"]);
+    assert_eq!(sb.git(&b, &["cat-file", "-p", &blob]), "only-here");
+    // Pulled again, nothing moves.
+    let again = json(&ok(sb.grove(&b).args(["pull", "--json"])));
+    assert_eq!(again["snapshots"], serde_json::json!([]));
+}
+
+#[test]
+fn snapshot_refs_pulled_under_names_that_are_no_thread_or_naming_no_commit_are_refused() {
+    let (sb, a, b) = crate::sync::machines();
+    let head = sb.git(&a, &["rev-parse", "HEAD"]);
+    let blob = sb.git(&a, &["rev-parse", "HEAD:README.md"]);
+    let thread = "0b7a3f52-5b7e-4c1e-9a6e-2f4d3c1b0a99";
+    // Any name a thread may have is taken (it only adds objects here);
+    // one that would be a path, or a ref naming no commit, is not.
+    sb.git(&a, &["update-ref", "refs/grove/snapshots/T-other", &head]);
+    sb.git(&a, &["update-ref", "refs/grove/snapshots/x/y", &head]);
+    sb.git(
+        &a,
+        &[
+            "update-ref",
+            &format!("refs/grove/snapshots/{thread}"),
+            &blob,
+        ],
+    );
+    sb.git(
+        &a,
+        &[
+            "push",
+            "-q",
+            "origin",
+            "refs/grove/snapshots/*:refs/grove/snapshots/*",
+        ],
+    );
+    let out = run(sb.grove(&b).args(["pull", "--json"]));
+    assert_eq!(out.status.code(), Some(1), "a refused ref is a failure");
+    let report = json(&String::from_utf8(out.stdout).unwrap());
+    let mut failed: Vec<&str> = report["failed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["threadId"].as_str().unwrap())
+        .collect();
+    failed.sort();
+    assert_eq!(failed, [thread, "x/y"], "{report:#}");
+    assert_eq!(report["snapshots"], serde_json::json!(["T-other"]));
+    assert_eq!(
+        sb.git(
+            &b,
+            &[
+                "for-each-ref",
+                "--format=%(refname)",
+                "refs/grove/snapshots/"
+            ]
+        ),
+        "refs/grove/snapshots/T-other",
+        "nothing else of the remote's became this machine's"
+    );
+}

@@ -73,9 +73,25 @@ pub struct Record {
 /// The key of a message's snapshots, in its `metadata.grove`.
 const KEY: &str = "snapshots";
 
-/// Records `record` in `meta` to wait for the next captured message.
+/// Records `record` in `meta` to wait for the next captured message. The
+/// same boundary twice in a row (one hook run twice at once, as an agent
+/// may) is recorded once.
 pub fn add_pending(meta: &mut ThreadMeta, record: &Record) {
     let mut pending = meta.grove().pending_snapshots();
+    let same = |v: &Value| {
+        serde_json::from_value::<Record>(v.clone()).is_ok_and(|last| {
+            (&last.tree, last.at, &last.tool_call_id, &last.session_id)
+                == (
+                    &record.tree,
+                    record.at,
+                    &record.tool_call_id,
+                    &record.session_id,
+                )
+        })
+    };
+    if pending.last().is_some_and(same) {
+        return;
+    }
     if let Ok(value) = serde_json::to_value(record) {
         pending.push(value);
     }
@@ -165,6 +181,7 @@ mod tests {
     fn pending_snapshots_go_on_a_message_and_one_recorded_meanwhile_stays() {
         let mut meta = crate::threads::new_meta("t", "claude-code", Default::default());
         add_pending(&mut meta, &record(At::Prompt, "a"));
+        add_pending(&mut meta, &record(At::ToolCall, "b"));
         add_pending(&mut meta, &record(At::ToolCall, "b"));
         let carried = pending(&meta);
         add_pending(&mut meta, &record(At::TurnEnd, "c"));

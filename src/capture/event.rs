@@ -185,12 +185,17 @@ pub fn handle(req: &Request) -> Result<Handled> {
     // After the capture: the snapshot then waits for what the agent writes
     // next, the record this hook announced. A failed snapshot is named in
     // the log and the hook goes on.
-    let snapshot =
-        super::snapshots::on_hook(&project, &thread, req, &event, session_id.as_deref(), own)
-            .unwrap_or_else(|e| {
-                problems.push(format!("snapshot: {e}"));
-                None
-            });
+    let hook = super::snapshots::Hook {
+        event: &event,
+        tool: req.input.tool_name.as_deref(),
+        tool_call_id: req.input.tool_use_id.as_deref(),
+        session: session_id.as_deref(),
+        own,
+    };
+    let snapshot = super::snapshots::on_hook(&project, &thread, &hook).unwrap_or_else(|e| {
+        problems.push(format!("snapshot: {e}"));
+        None
+    });
     let mut notified = false;
     if let Some((before, AgentState::Waiting)) = turned
         && before != Some(AgentState::Waiting)
@@ -368,15 +373,16 @@ pub fn describe(h: &Handled, session: Option<&str>) -> String {
         session.unwrap_or("-"),
         h.added
     );
+    if let Some(s) = &h.snapshot {
+        line.push_str(&format!(" snapshot={}:{}", s.at.as_str(), s.tree));
+    }
     if let Some(s) = h.state {
         line.push_str(&format!(" state={}", s.as_str()));
     }
     if h.notified {
         line.push_str(" notified");
     }
-    if let Some(s) = &h.snapshot {
-        line.push_str(&format!(" snapshot={}:{}", s.at.as_str(), s.tree));
-    }
+
     for p in &h.problems {
         line.push_str(&format!(" problem: {p}"));
     }

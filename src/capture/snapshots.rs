@@ -12,7 +12,6 @@
 //! write missed would be put on the next call's account, where a needless
 //! snapshot costs a few milliseconds.
 
-use super::event::Request;
 use crate::error::Result;
 use crate::project::Project;
 use crate::snapshot::{self, At, Moment, Record};
@@ -67,28 +66,35 @@ pub fn boundary(event: &str, tool: Option<&str>, own: bool) -> Option<At> {
     (own || at == At::ToolCall).then_some(at)
 }
 
+/// What of a hook call decides its snapshot.
+#[derive(Debug, Clone, Copy)]
+pub struct Hook<'a> {
+    pub event: &'a str,
+    /// The tool a tool event names.
+    pub tool: Option<&'a str>,
+    /// The call a tool event names.
+    pub tool_call_id: Option<&'a str>,
+    /// The session captured.
+    pub session: Option<&'a str>,
+    /// The event is the task's own session's, not a subagent's.
+    pub own: bool,
+}
+
 /// Takes the snapshot a hook call marks, if it marks one, and records it
 /// on `thread` for the next captured message.
-pub fn on_hook(
-    project: &Project,
-    thread: &Thread,
-    req: &Request,
-    event: &str,
-    session: Option<&str>,
-    own: bool,
-) -> Result<Option<Record>> {
-    let tool = req.input.tool_name.as_deref();
-    let Some(at) = boundary(event, tool, own) else {
+pub fn on_hook(project: &Project, thread: &Thread, hook: &Hook<'_>) -> Result<Option<Record>> {
+    let Some(at) = boundary(hook.event, hook.tool, hook.own) else {
         return Ok(None);
     };
     // Outside a repository there is nothing to snapshot into.
     if project.git.is_none() {
         return Ok(None);
     }
+    let for_call = |v: Option<&str>| v.filter(|_| at == At::ToolCall).map(str::to_string);
     let moment = Moment {
-        tool_call_id: req.input.tool_use_id.clone().filter(|_| at == At::ToolCall),
-        tool: tool.map(str::to_string).filter(|_| at == At::ToolCall),
-        session_id: session.map(str::to_string),
+        tool_call_id: for_call(hook.tool_call_id),
+        tool: for_call(hook.tool),
+        session_id: hook.session.map(str::to_string),
     };
     let record = snapshot::take(&project.root, thread, at, &moment)?;
     snapshot::pend(thread, &record)?;

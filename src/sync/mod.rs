@@ -211,7 +211,15 @@ pub fn push(
         pending = again;
     }
     let ids: Vec<String> = report.pushed.iter().map(|p| p.thread_id.clone()).collect();
-    report.snapshots = snapshots::push(repo, remote, &ids)?;
+    let sent = snapshots::push(repo, remote, &ids, policy)?;
+    report.snapshots = sent.sent;
+    report
+        .skipped
+        .extend(sent.kept.into_iter().map(|(id, reason)| Skipped {
+            thread_id: id,
+            reason,
+            kept_home: false,
+        }));
     Ok(report)
 }
 

@@ -365,3 +365,39 @@ fn snapshot_refs_pulled_under_names_that_are_no_thread_or_naming_no_commit_are_r
         "nothing else of the remote's became this machine's"
     );
 }
+
+#[test]
+fn snapshots_holding_a_secret_stay_home_unless_secrets_are_allowed() {
+    let (sb, a, _b) = crate::sync::machines();
+    sb.install_stubs();
+    let task = new_task(&sb, &a, &["Task", "--agent", "claude-code"]);
+    let wt = PathBuf::from(task["worktreePath"].as_str().unwrap());
+    let id = task["threadId"].as_str().unwrap().to_string();
+    ok(sb.grove(&wt).args(["capture", "install", &id]));
+    // The token is made by the command, so the conversation never holds it
+    // (the thread leaves): only the file the agent wrote does.
+    turns(
+        &sb,
+        &wt,
+        SESSION,
+        false,
+        &["run: printf '%s_%s\\n' ghp R7mQ2xV9kLp4Tz8Wn3Yb6Hc1Jd5Fs0Ga2Ue7 > token.txt"],
+    );
+    let name = format!("refs/grove/snapshots/{id}");
+    let remote = a.parent().unwrap().join("remote.git");
+
+    let out = run(sb.grove(&a).args(["push", &id, "--json"]));
+    assert_eq!(out.status.code(), Some(1));
+    let report = json(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(report["pushed"][0]["threadId"], id.as_str(), "{report:#}");
+    assert_eq!(report["snapshots"], serde_json::json!([]));
+    let reason = report["skipped"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("github-token in token.txt"), "{report:#}");
+    assert_eq!(sb.git(&remote, &["for-each-ref", &name]), "");
+
+    let out = ok(sb
+        .grove(&a)
+        .args(["push", &id, "--allow-secrets", "--json"]));
+    assert_eq!(json(&out)["snapshots"], serde_json::json!([id]));
+    assert_ne!(sb.git(&remote, &["for-each-ref", &name]), "");
+}

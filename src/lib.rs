@@ -42,6 +42,8 @@
 //!   runs through.
 //! - [`project`]: which project and `.agent/` a directory belongs to.
 //! - [`threads`]: new threads' metadata, and the records grove keeps in it.
+//! - [`snapshot`]: the worktree's content recorded as a git tree at each
+//!   boundary of an agent's turn, kept alive by a ref under `refs/grove/`.
 //! - [`setting`]: settings read from the repository's or the user's config.
 //! - [`secrets`]: finding and redacting secrets before a thread leaves.
 //! - [`search`]: searching every thread's messages.
@@ -111,6 +113,7 @@ pub mod secrets;
 pub mod setting;
 pub mod setup;
 pub mod shellquote;
+pub mod snapshot;
 pub mod store;
 pub mod sync;
 pub mod threads;

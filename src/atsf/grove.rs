@@ -33,6 +33,9 @@ const SYNC_CONFLICTS: &str = "syncConflicts";
 const STATS_LENGTH: &str = "statsLength";
 const REVIVED_AT: &str = "revivedAt";
 const BACKGROUND_SETUP: &str = "backgroundSetup";
+/// Turn snapshots taken since capture last appended a message: the next
+/// message it appends carries them (see `crate::snapshot`).
+const PENDING_SNAPSHOTS: &str = "pendingSnapshots";
 
 /// How a background setup command stands (`metadata.grove.backgroundSetup[].state`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -137,6 +140,15 @@ impl<'a> ThreadSection<'a> {
             .collect()
     }
 
+    /// The turn snapshots waiting for the next captured message, as
+    /// recorded (their shape is the snapshot module's).
+    pub fn pending_snapshots(&self) -> Vec<Value> {
+        self.get(PENDING_SNAPSHOTS)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    }
+
     /// The whole section, fields unknown to this version included.
     pub fn fields(&self) -> Map<String, Value> {
         self.0.cloned().unwrap_or_default()
@@ -237,6 +249,16 @@ impl<'a> ThreadSectionMut<'a> {
         {
             Some(slot) => *slot = value,
             None => items.push(value),
+        }
+    }
+
+    /// The turn snapshots waiting for the next captured message; none
+    /// removes the field.
+    pub fn set_pending_snapshots(&mut self, pending: Vec<Value>) {
+        if pending.is_empty() {
+            self.0.remove(PENDING_SNAPSHOTS);
+        } else {
+            self.set(PENDING_SNAPSHOTS, Value::Array(pending));
         }
     }
 

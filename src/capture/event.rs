@@ -53,6 +53,12 @@ pub struct HookInput {
     /// plugin say): its hook may run after a later event's.
     #[serde(default)]
     pub timestamp: Option<String>,
+    /// The tool a tool event is about (`Edit`, `apply_patch`, …).
+    #[serde(default)]
+    pub tool_name: Option<String>,
+    /// The call a tool event is about, as the agent's transcript names it.
+    #[serde(default)]
+    pub tool_use_id: Option<String>,
 }
 
 impl HookInput {
@@ -105,6 +111,8 @@ pub struct Handled {
     pub state: Option<AgentState>,
     /// The notify command was started.
     pub notified: bool,
+    /// The turn snapshot this call took (see [`super::snapshots`]).
+    pub snapshot: Option<crate::snapshot::Record>,
     pub problems: Vec<String>,
 }
 
@@ -174,6 +182,20 @@ pub fn handle(req: &Request) -> Result<Handled> {
             }
         })?;
     }
+    // After the capture: the snapshot then waits for what the agent writes
+    // next, the record this hook announced. A failed snapshot is named in
+    // the log and the hook goes on.
+    let hook = super::snapshots::Hook {
+        event: &event,
+        tool: req.input.tool_name.as_deref(),
+        tool_call_id: req.input.tool_use_id.as_deref(),
+        session: session_id.as_deref(),
+        own,
+    };
+    let snapshot = super::snapshots::on_hook(&project, &thread, &hook).unwrap_or_else(|e| {
+        problems.push(format!("snapshot: {e}"));
+        None
+    });
     let mut notified = false;
     if let Some((before, AgentState::Waiting)) = turned
         && before != Some(AgentState::Waiting)
@@ -190,6 +212,7 @@ pub fn handle(req: &Request) -> Result<Handled> {
         added,
         state: turned.map(|(_, s)| s),
         notified,
+        snapshot,
         problems,
     })
 }
@@ -350,12 +373,16 @@ pub fn describe(h: &Handled, session: Option<&str>) -> String {
         session.unwrap_or("-"),
         h.added
     );
+    if let Some(s) = &h.snapshot {
+        line.push_str(&format!(" snapshot={}:{}", s.at.as_str(), s.tree));
+    }
     if let Some(s) = h.state {
         line.push_str(&format!(" state={}", s.as_str()));
     }
     if h.notified {
         line.push_str(" notified");
     }
+
     for p in &h.problems {
         line.push_str(&format!(" problem: {p}"));
     }

@@ -29,6 +29,7 @@ mod jsontext;
 pub mod ledger;
 pub mod opencode;
 pub mod report;
+pub mod snapshots;
 pub mod state;
 mod textedit;
 pub mod transcripts;

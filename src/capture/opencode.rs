@@ -81,7 +81,7 @@ const QUIET_MS = 250;
 
 export const GroveCapture = async ({{ directory }}) => {{
   const last = new Map();
-  const send = (session, event) => {{
+  const send = (session, event, tool) => {{
     try {{
       const now = Date.now();
       if (event === "message.updated" && now - (last.get(session) ?? 0) < QUIET_MS) return;
@@ -99,6 +99,7 @@ export const GroveCapture = async ({{ directory }}) => {{
         hook_event_name: event,
         cwd: directory,
         timestamp: new Date(now).toISOString(),
+        ...(tool || {{}}),
       }}));
       child.unref();
     }} catch {{}}
@@ -116,7 +117,10 @@ export const GroveCapture = async ({{ directory }}) => {{
     }},
     "tool.execute.after": async (input) => {{
       try {{
-        if (input && typeof input.sessionID === "string") send(input.sessionID, "tool.execute.after");
+        if (input && typeof input.sessionID === "string") send(input.sessionID, "tool.execute.after", {{
+          tool_name: typeof input.tool === "string" ? input.tool : undefined,
+          tool_use_id: typeof input.callID === "string" ? input.callID : undefined,
+        }});
       }} catch {{}}
     }},
   }};

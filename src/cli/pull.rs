@@ -19,7 +19,8 @@ pub struct Args {
     remote: Option<String>,
 
     /// Print {remote, threads: [{threadId, outcome, newMessages}], failed:
-    /// [{threadId, reason, keptHome}]}.
+    /// [{threadId, reason, keptHome}], snapshots: [threadId]} (the threads
+    /// whose turn snapshots here gained the remote's).
     #[arg(long)]
     json: bool,
 }

@@ -36,7 +36,8 @@ pub struct Args {
     secrets: super::SecretFlags,
 
     /// Print {remote, pushed: [{threadId, commit, unchanged, merged,
-    /// redacted}], skipped: [{threadId, reason, keptHome}]}.
+    /// redacted}], skipped: [{threadId, reason, keptHome}], snapshots:
+    /// [threadId]} (the threads whose turn snapshots the remote now has).
     #[arg(long)]
     json: bool,
 }

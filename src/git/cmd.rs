@@ -210,7 +210,13 @@ impl Git {
     /// Runs git and fails with git's own message when it exits non-zero.
     /// Returns stdout with the trailing newline removed.
     pub fn run(&self, dir: &Path, args: &[&str]) -> Result<String> {
-        let out = self.output(dir, args)?;
+        self.run_with_env(dir, args, &[])
+    }
+
+    /// [`Git::run`] with `env` set for git (`GIT_INDEX_FILE` naming an
+    /// index of grove's own, not the user's).
+    pub fn run_with_env(&self, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<String> {
+        let out = self.output_with_env(dir, args, env)?;
         if !out.success {
             return Err(Error::Git(format!(
                 "`git {}` failed: {}",

@@ -709,8 +709,13 @@ impl ExistingThread {
         for asset in &assets {
             asset.store(&assets_dir)?;
         }
+        let carried = carry_snapshots(&self.ledger, &lock.meta()?, &mut fresh);
         self.added += fresh.len() as u64;
-        let done = lock.append_all_then(fresh, AppendOptions { fsync: true }, |_| {})?;
+        let done = lock.append_all_then(fresh, AppendOptions { fsync: true }, |meta| {
+            if !carried.is_empty() {
+                crate::snapshot::record::forget_pending(meta, &carried);
+            }
+        })?;
         if let Some(e) = done.last().and_then(|d| d.meta_error.as_ref()) {
             return Err(Error::Other(format!(
                 "the messages were appended but thread.json was not updated: {e}"
@@ -748,6 +753,7 @@ impl ExistingThread {
             let now = LogIndex::read(&thread.messages_path())?;
             fresh.retain(|m| !now.ids.contains(&m.id));
         }
+        let carried = carry_snapshots(&ledger, &stored, &mut fresh);
         let added = added + fresh.len() as u64;
         let assets_dir = thread.assets_dir();
         for asset in &assets {
@@ -765,6 +771,9 @@ impl ExistingThread {
             }
             if let Some(id) = &opening_id {
                 ledger.set(meta, OPENING_ID_KEY, Some(Value::from(id.clone())));
+            }
+            if !carried.is_empty() {
+                crate::snapshot::record::forget_pending(meta, &carried);
             }
         };
         let meta = if fresh.is_empty() {
@@ -792,6 +801,19 @@ impl ExistingThread {
             message_count: meta.stats.message_count,
         })
     }
+}
+
+/// Puts the turn snapshots waiting in `stored` (read under the thread's
+/// lock) on the first of `fresh`, when this import is a capture: the
+/// message the agent wrote after them (see `crate::snapshot::record`).
+/// Returns them, for the same append to take them out of `thread.json`.
+fn carry_snapshots(ledger: &Ledger, stored: &ThreadMeta, fresh: &mut [Message]) -> Vec<Value> {
+    let (Ledger::Session(_), Some(first)) = (ledger, fresh.first_mut()) else {
+        return Vec::new();
+    };
+    let pending = crate::snapshot::record::pending(stored);
+    crate::snapshot::record::attach(first, &pending);
+    pending
 }
 
 /// How many bytes of new messages a source read whole holds before they

@@ -13,6 +13,7 @@ mod apply;
 pub mod logs;
 pub mod merge;
 mod objects;
+pub mod snapshots;
 
 use std::path::Path;
 
@@ -64,6 +65,9 @@ pub struct PushReport {
     pub remote: String,
     pub pushed: Vec<Pushed>,
     pub skipped: Vec<Skipped>,
+    /// The pushed threads whose turn snapshots the remote now has (those
+    /// with snapshots here).
+    pub snapshots: Vec<String>,
 }
 
 /// What `pull` did with one thread.
@@ -83,8 +87,11 @@ pub struct Pulled {
 pub struct PullReport {
     pub remote: String,
     pub threads: Vec<Pulled>,
-    /// Remote threads that could not be brought in (named, with why).
+    /// Remote threads that could not be brought in (named, with why), and
+    /// snapshot refs refused.
     pub failed: Vec<Skipped>,
+    /// Threads whose turn snapshots here gained the remote's.
+    pub snapshots: Vec<String>,
 }
 
 /// The remote to use: `name` when given, else the upstream remote of the
@@ -154,6 +161,7 @@ pub fn push(
         remote: remote.to_string(),
         pushed: Vec::new(),
         skipped: Vec::new(),
+        snapshots: Vec::new(),
     };
     let identity = identity(repo)?;
     let mut pending: Vec<(Found, Commit)> = Vec::new();
@@ -202,6 +210,16 @@ pub fn push(
         }
         pending = again;
     }
+    let ids: Vec<String> = report.pushed.iter().map(|p| p.thread_id.clone()).collect();
+    let sent = snapshots::push(repo, remote, &ids, policy)?;
+    report.snapshots = sent.sent;
+    report
+        .skipped
+        .extend(sent.kept.into_iter().map(|(id, reason)| Skipped {
+            thread_id: id,
+            reason,
+            kept_home: false,
+        }));
     Ok(report)
 }
 
@@ -211,15 +229,33 @@ pub fn push(
 pub fn pull(project: &crate::project::Project, repo: &Repo, remote: &str) -> Result<PullReport> {
     let tracking = format!("refs/grove/remotes/{remote}/threads/");
     let refspec = format!("+{REF_PREFIX}*:{tracking}*");
+    let snapshot_refspec = snapshots::refspec(remote);
     repo.git.run(
         &repo.main_root,
-        &["fetch", "--quiet", "--no-tags", remote, &refspec],
+        &[
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            remote,
+            &refspec,
+            &snapshot_refspec,
+        ],
     )?;
     let mut report = PullReport {
         remote: remote.to_string(),
         threads: Vec::new(),
         failed: Vec::new(),
+        snapshots: Vec::new(),
     };
+    let brought = snapshots::bring_in(repo, remote)?;
+    report.snapshots = brought.brought;
+    report
+        .failed
+        .extend(brought.refused.into_iter().map(|(id, reason)| Skipped {
+            thread_id: id,
+            reason,
+            kept_home: false,
+        }));
     let remote_refs = refs_under(repo, &tracking)?;
     let here = threads_here(project, &remote_refs)?;
     for (id, commit) in remote_refs {

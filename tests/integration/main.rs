@@ -55,5 +55,6 @@ mod shell;
 mod snapshots_human;
 mod sync;
 mod teardown;
+mod turn_snapshots;
 mod validate;
 mod worktree;

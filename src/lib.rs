@@ -70,6 +70,10 @@
 //!   as it happens, through the agent's own hooks.
 //! - [`launch`]: starting an agent in a task, and resuming a thread in one.
 //!
+//! Questions about the code:
+//! - [`attribution`]: which conversation wrote a line (`grove blame`,
+//!   `grove why`) — exact from turn snapshots, inferred from tool calls.
+//!
 //! ```
 //! use grove::atsf::{ContentBlock, Message, Role};
 //! use grove::store::{AppendOptions, Store};
@@ -87,6 +91,7 @@
 pub mod agent;
 pub mod archive;
 pub mod atsf;
+pub mod attribution;
 pub mod cache;
 pub mod capture;
 pub mod checkpoint;

@@ -3,6 +3,7 @@
 
 mod append;
 mod archive;
+mod blame;
 mod capture;
 mod checkpoint;
 mod completions;
@@ -37,6 +38,7 @@ mod switch;
 mod trust;
 mod ui;
 mod validate;
+mod why;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -122,6 +124,8 @@ enum Command {
     Checkpoint(Lazy<checkpoint::Args>),
     Export(Lazy<export::Args>),
     Search(Lazy<search::Args>),
+    Blame(Lazy<blame::Args>),
+    Why(Lazy<why::Args>),
     Scan(Lazy<scan::Args>),
     Push(Lazy<push::Args>),
     Pull(Lazy<pull::Args>),
@@ -328,6 +332,8 @@ fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Checkpoint(Lazy(args)) => checkpoint::run(args, &cwd, out),
         Command::Export(Lazy(args)) => export::run(args, &cwd, out),
         Command::Search(Lazy(args)) => search::run(args, &cwd, out),
+        Command::Blame(Lazy(args)) => blame::run(args, &cwd, out),
+        Command::Why(Lazy(args)) => why::run(args, &cwd, out),
         Command::Scan(Lazy(args)) => scan::run(args, &cwd, out),
         Command::Push(Lazy(args)) => push::run(args, &cwd, out),
         Command::Pull(Lazy(args)) => pull::run(args, &cwd, out),

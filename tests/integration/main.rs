@@ -12,6 +12,7 @@ mod append;
 #[cfg(target_os = "linux")]
 mod background_setup;
 mod bare;
+mod blame;
 mod capture_install;
 mod checkpoint;
 mod cli;

@@ -11,12 +11,41 @@ pub fn lines(text: &[u8]) -> Vec<&[u8]> {
 /// For each line of `new`, the index of the line of `old` it is unchanged
 /// from; `None` for a line `new` added or changed. Texts git takes for
 /// binary have no line in common.
+///
+/// The lines both texts begin and end with are matched first, as git's
+/// own diff trims them: an agent's edit changes a few lines of a file, and
+/// only those few are diffed, not the whole file each time.
 pub fn kept(old: &[u8], new: &[u8]) -> Vec<Option<usize>> {
-    let count = lines(new).len();
-    if old == new {
-        return (0..count).map(Some).collect();
-    }
+    let (a, b) = (lines(old), lines(new));
+    let head = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let tail = a[head..]
+        .iter()
+        .rev()
+        .zip(b[head..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let mut map: Vec<Option<usize>> = (0..head).map(Some).collect();
+    let (a_mid, b_mid) = (&a[head..a.len() - tail], &b[head..b.len() - tail]);
+    map.extend(
+        middle(
+            a_mid.concat().as_slice(),
+            b_mid.concat().as_slice(),
+            b_mid.len(),
+        )
+        .into_iter()
+        .map(|m| m.map(|i| i + head)),
+    );
+    map.extend((a.len() - tail..a.len()).map(Some));
+    map
+}
+
+/// [`kept`] of two texts with no line in common at either end, by git's
+/// diff; `count` is the number of lines of `new`.
+fn middle(old: &[u8], new: &[u8], count: usize) -> Vec<Option<usize>> {
     let mut map = vec![None; count];
+    if old.is_empty() || new.is_empty() {
+        return map;
+    }
     let mut options = git2::DiffOptions::new();
     options.context_lines(0).interhunk_lines(0);
     let Ok(patch) = git2::Patch::from_buffers(old, None, new, None, Some(&mut options)) else {
@@ -65,5 +94,10 @@ mod tests {
         assert_eq!(kept(b"", b"x\ny"), [None, None]);
         assert_eq!(kept(b"x\ny", b"x\ny\n"), [Some(0), None]);
         assert_eq!(kept(b"same\n", b"same\n"), [Some(0)]);
+        assert_eq!(
+            kept(b"a\nb\nc\nb\nc\n", b"a\nb\nc\nX\nb\nc\n"),
+            [Some(0), Some(1), Some(2), None, Some(3), Some(4)]
+        );
+        assert_eq!(kept(b"a\na\n", b"a\n"), [Some(0)]);
     }
 }

@@ -113,7 +113,9 @@ impl Output {
 
     /// Prints `value` as pretty JSON on stdout.
     pub fn json<T: Serialize>(&self, value: &T) -> anyhow::Result<()> {
-        let mut stdout = std::io::stdout().lock();
+        // stdout writes each line as it ends: a buffer makes a long answer
+        // (`blame --json` of a large file) a few writes, not one per line.
+        let mut stdout = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
         serde_json::to_writer_pretty(&mut stdout, value)?;
         stdout.write_all(b"\n")?;
         stdout.flush()?;

@@ -410,3 +410,32 @@ fn files_outside_the_repository_or_behind_a_link_and_lines_it_lacks_are_refused(
     refused(&["why", "README.md"], 2, "FILE:LINE");
     refused(&["blame", "missing.txt"], 1, "not a file of the repository");
 }
+
+#[test]
+fn a_task_squashed_into_main_and_removed_still_answers_exactly_from_its_snapshots() {
+    let (sb, repo, wt, id, branch) = worked_task();
+    let calls = calls(&wt, &id);
+    // Squashed: main holds the task's lines under a commit its branch never
+    // had, and the branch and worktree are gone.
+    ok(sb.grove(&repo).args(["merge", &id, "--commit", "--json"]));
+    assert!(!wt.exists());
+    assert!(!branches(&sb, &repo).contains(&branch));
+    let lines = blame(&sb, &repo, "calc.py");
+    assert_eq!(lines.len(), 12, "{lines:#?}");
+    for l in &lines {
+        let person = l["content"].as_str().unwrap().starts_with("# person");
+        assert_eq!(
+            l["author"],
+            if person { "person" } else { "agent" },
+            "{l:#}"
+        );
+        if !person {
+            assert_eq!(l["basis"], "exact", "{l:#}");
+            assert_eq!(l["threadId"], id.as_str(), "{l:#}");
+            assert!(
+                calls.iter().any(|c| l["toolCallId"] == c.1.as_str()),
+                "{l:#}"
+            );
+        }
+    }
+}

@@ -5,7 +5,18 @@
 /// The lines of `text` as git counts them: each ends at a newline, and a
 /// last one without a newline is a line too.
 pub fn lines(text: &[u8]) -> Vec<&[u8]> {
-    text.split_inclusive(|&b| b == b'\n').collect()
+    // memchr finds the newlines many bytes at a time: a file's versions
+    // are split once each, and a split byte by byte was a tenth of blame.
+    let mut out = Vec::with_capacity(text.len() / 32 + 1);
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', text) {
+        out.push(&text[start..=end]);
+        start = end + 1;
+    }
+    if start < text.len() {
+        out.push(&text[start..]);
+    }
+    out
 }
 
 /// For each line of `new`, the index of the line of `old` it is unchanged
@@ -86,6 +97,8 @@ mod tests {
 
     #[test]
     fn kept_lines_through_insertions_changes_and_deletions() {
+        assert_eq!(lines(b"a\n\nb"), [&b"a\n"[..], b"\n", b"b"]);
+        assert!(lines(b"").is_empty());
         let old = b"a\nb\nc\nd\n";
         let new = b"a\nX\nc\nY\nZ\n";
         assert_eq!(kept(old, new), [Some(0), None, Some(2), None, None]);

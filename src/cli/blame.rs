@@ -32,15 +32,26 @@ pub struct Args {
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let range = args.lines.as_deref().map(parse_range).transpose()?;
     let project = Project::discover(cwd)?;
+    super::why::objects_unverified();
     let blame = grove::attribution::blame(&project, &args.file, range)
         .with_context(|| format!("blaming {}", args.file.display()))?;
     super::warn_skipped(out, &blame.skipped);
     if args.json {
-        out.json(&serde_json::json!({ "path": blame.path, "lines": blame.lines }))?;
+        out.json(&Answer {
+            path: &blame.path,
+            lines: &blame.lines,
+        })?;
     } else {
         print(out.style(), &blame.lines)?;
     }
     Ok(super::exit::SUCCESS)
+}
+
+/// What `--json` prints.
+#[derive(serde::Serialize)]
+struct Answer<'a> {
+    path: &'a str,
+    lines: &'a [LineAnswer],
 }
 
 /// `START,END` or `N`.

@@ -401,3 +401,28 @@ fn snapshots_holding_a_secret_stay_home_unless_secrets_are_allowed() {
     assert_eq!(json(&out)["snapshots"], serde_json::json!([id]));
     assert_ne!(sb.git(&remote, &["for-each-ref", &name]), "");
 }
+
+#[test]
+fn a_user_who_turned_snapshots_off_gets_none() {
+    let (sb, _repo, wt, id) = task();
+    let config = sb.path().join("config.toml");
+    std::fs::write(&config, "turn-snapshots = false\n").unwrap();
+    let mut cmd = sb.agent("claude", &wt);
+    cmd.args(["--session-id", SESSION, "run: echo one > a.txt"])
+        .env("STUB_PROMPTS", "[]")
+        .env("GROVE_CONFIG", &config);
+    let out = run(&mut cmd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = wt.join(".agent/threads").join(&id);
+    assert!(
+        message_lines(&dir).len() >= 2,
+        "the turn was captured all the same"
+    );
+    assert_eq!(snapshots(&wt, &id), Vec::<Value>::new());
+    let refs = sb.git(&wt, &["for-each-ref", "refs/grove/"]);
+    assert_eq!(refs, "", "no snapshot ref either");
+}

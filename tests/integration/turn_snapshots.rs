@@ -102,11 +102,18 @@ fn task() -> (Sandbox, PathBuf, PathBuf, String) {
     std::fs::write(repo.join("kept.txt"), "kept\n").unwrap();
     sb.git(&repo, &["add", "."]);
     sb.git(&repo, &["commit", "-q", "-m", "ignore logs"]);
-    let task = new_task(&sb, &repo, &["Task", "--agent", "claude-code"]);
+    let (wt, id) = captured_task(&sb, &repo);
+    (sb, repo, wt, id)
+}
+
+/// A Claude Code task of `repo` whose capture is installed: its worktree
+/// and thread id.
+fn captured_task(sb: &Sandbox, repo: &Path) -> (PathBuf, String) {
+    let task = new_task(sb, repo, &["Task", "--agent", "claude-code"]);
     let wt = PathBuf::from(task["worktreePath"].as_str().unwrap());
     let id = task["threadId"].as_str().unwrap().to_string();
     ok(sb.grove(&wt).args(["capture", "install", &id]));
-    (sb, repo, wt, id)
+    (wt, id)
 }
 
 /// Runs the stub Claude Code in `wt`: session `session`, resumed when
@@ -276,10 +283,7 @@ fn a_captured_turn_snapshots_each_boundary_and_leaves_the_user_s_git_state_alone
 fn the_ref_keeps_snapshots_through_gc_and_push_and_pull_carry_them_to_another_clone() {
     let (sb, a, b) = crate::sync::machines();
     sb.install_stubs();
-    let task = new_task(&sb, &a, &["Task", "--agent", "claude-code"]);
-    let wt = PathBuf::from(task["worktreePath"].as_str().unwrap());
-    let id = task["threadId"].as_str().unwrap().to_string();
-    ok(sb.grove(&wt).args(["capture", "install", &id]));
+    let (wt, id) = captured_task(&sb, &a);
     // Written by the agent and never committed: only snapshots hold it.
     turns(
         &sb,
@@ -370,10 +374,7 @@ fn snapshot_refs_pulled_under_names_that_are_no_thread_or_naming_no_commit_are_r
 fn snapshots_holding_a_secret_stay_home_unless_secrets_are_allowed() {
     let (sb, a, _b) = crate::sync::machines();
     sb.install_stubs();
-    let task = new_task(&sb, &a, &["Task", "--agent", "claude-code"]);
-    let wt = PathBuf::from(task["worktreePath"].as_str().unwrap());
-    let id = task["threadId"].as_str().unwrap().to_string();
-    ok(sb.grove(&wt).args(["capture", "install", &id]));
+    let (wt, id) = captured_task(&sb, &a);
     // The token is made by the command, so the conversation never holds it
     // (the thread leaves): only the file the agent wrote does.
     turns(

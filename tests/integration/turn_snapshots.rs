@@ -427,3 +427,24 @@ fn a_user_who_turned_snapshots_off_gets_none() {
     let refs = sb.git(&wt, &["for-each-ref", "refs/grove/"]);
     assert_eq!(refs, "", "no snapshot ref either");
 }
+
+#[test]
+fn deleting_a_thread_takes_its_snapshot_ref_and_only_its_own() {
+    let (sb, repo, wt, id) = task();
+    let (other_wt, other) = captured_task(&sb, &repo);
+    turns(&sb, &wt, SESSION, false, &["run: echo one > a.txt"]);
+    turns(
+        &sb,
+        &other_wt,
+        "6b2f0d2e-3c4d-4e5f-9a01-b2c3d4e5f607",
+        false,
+        &["run: echo two > b.txt"],
+    );
+    let refs = || sb.git(&repo, &["for-each-ref", "--format=%(refname)", "refs/grove/"]);
+    let before = refs();
+    assert!(before.contains(&id) && before.contains(&other), "{before}");
+    ok(sb.grove(&repo).args(["delete", &id, "--yes", "--force"]));
+    let after = refs();
+    assert!(!after.contains(&id), "the deleted thread's ref went: {after}");
+    assert!(after.contains(&other), "the other thread's stays: {after}");
+}

@@ -59,6 +59,7 @@
 //! - [`archive`], [`graph`], [`fork`], [`delete`], [`checkpoint`]: thread
 //!   operations — archiving, mentions and the relationship graph, forks and
 //!   handoffs, cascade deletion, git checkpoints.
+//! - [`pr`]: a pull request's description written from a task's thread.
 //! - [`sync`]: threads pushed to and pulled from a git remote.
 //! - [`recover`]: finishing or undoing what a killed grove left.
 //!
@@ -106,6 +107,7 @@ pub mod land;
 pub mod launch;
 pub mod parallel;
 pub mod ports;
+pub mod pr;
 pub mod project;
 pub mod recover;
 pub mod search;

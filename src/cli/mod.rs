@@ -22,6 +22,7 @@ mod mention;
 mod merge;
 mod new;
 mod path;
+mod pr;
 mod pull;
 mod push;
 mod rename;
@@ -123,6 +124,7 @@ enum Command {
     Export(Lazy<export::Args>),
     Search(Lazy<search::Args>),
     Scan(Lazy<scan::Args>),
+    Pr(Lazy<pr::Args>),
     Push(Lazy<push::Args>),
     Pull(Lazy<pull::Args>),
     Import(Lazy<import::Args>),
@@ -329,6 +331,7 @@ fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Export(Lazy(args)) => export::run(args, &cwd, out),
         Command::Search(Lazy(args)) => search::run(args, &cwd, out),
         Command::Scan(Lazy(args)) => scan::run(args, &cwd, out),
+        Command::Pr(Lazy(args)) => pr::run(args, &cwd, out),
         Command::Push(Lazy(args)) => push::run(args, &cwd, out),
         Command::Pull(Lazy(args)) => pull::run(args, &cwd, out),
         Command::Import(Lazy(args)) => import::run(args, &cwd, out),

@@ -440,11 +440,19 @@ fn deleting_a_thread_takes_its_snapshot_ref_and_only_its_own() {
         false,
         &["run: echo two > b.txt"],
     );
-    let refs = || sb.git(&repo, &["for-each-ref", "--format=%(refname)", "refs/grove/"]);
+    let refs = || {
+        sb.git(
+            &repo,
+            &["for-each-ref", "--format=%(refname)", "refs/grove/"],
+        )
+    };
     let before = refs();
     assert!(before.contains(&id) && before.contains(&other), "{before}");
     ok(sb.grove(&repo).args(["delete", &id, "--yes", "--force"]));
     let after = refs();
-    assert!(!after.contains(&id), "the deleted thread's ref went: {after}");
+    assert!(
+        !after.contains(&id),
+        "the deleted thread's ref went: {after}"
+    );
     assert!(after.contains(&other), "the other thread's stays: {after}");
 }

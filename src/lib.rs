@@ -60,6 +60,7 @@
 //!   operations — archiving, mentions and the relationship graph, forks and
 //!   handoffs, cascade deletion, git checkpoints.
 //! - [`pr`]: a pull request's description written from a task's thread.
+//! - [`review`]: a task as a reviewer reads it, turn by turn with its diffs.
 //! - [`sync`]: threads pushed to and pulled from a git remote.
 //! - [`recover`]: finishing or undoing what a killed grove left.
 //!
@@ -110,6 +111,7 @@ pub mod ports;
 pub mod pr;
 pub mod project;
 pub mod recover;
+pub mod review;
 pub mod search;
 pub mod secrets;
 pub mod setting;

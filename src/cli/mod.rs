@@ -28,6 +28,7 @@ mod push;
 mod rename;
 mod repair;
 mod resume;
+mod review;
 mod rm;
 mod scan;
 mod search;
@@ -125,6 +126,7 @@ enum Command {
     Search(Lazy<search::Args>),
     Scan(Lazy<scan::Args>),
     Pr(Lazy<pr::Args>),
+    Review(Lazy<review::Args>),
     Push(Lazy<push::Args>),
     Pull(Lazy<pull::Args>),
     Import(Lazy<import::Args>),
@@ -332,6 +334,7 @@ fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Search(Lazy(args)) => search::run(args, &cwd, out),
         Command::Scan(Lazy(args)) => scan::run(args, &cwd, out),
         Command::Pr(Lazy(args)) => pr::run(args, &cwd, out),
+        Command::Review(Lazy(args)) => review::run(args, &cwd, out),
         Command::Push(Lazy(args)) => push::run(args, &cwd, out),
         Command::Pull(Lazy(args)) => pull::run(args, &cwd, out),
         Command::Import(Lazy(args)) => import::run(args, &cwd, out),

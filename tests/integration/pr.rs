@@ -107,3 +107,23 @@ fn a_description_holding_a_secret_is_refused_unless_redacted_or_allowed() {
     let allowed = ok(sb.grove(&wt).args(["pr", "--allow-secrets", "--json"]));
     assert!(allowed.contains(token));
 }
+
+#[test]
+fn review_of_a_thread_without_snapshots_lists_its_turns_and_says_why_no_diff() {
+    let sb = Sandbox::new();
+    let (_repo, wt, _id) = task_with_turns(&sb);
+    let review: serde_json::Value =
+        serde_json::from_str(&ok(sb.grove(&wt).args(["review", "--json"]))).unwrap();
+    assert_eq!(review["snapshots"], false);
+    let entries = review["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 2);
+    assert_eq!(entries[1]["prompt"], "Now make the tests pass.");
+    assert_eq!(
+        entries[1]["replies"][0],
+        "Fixed the test fixture; the suite passes."
+    );
+    assert!(entries.iter().all(|e| e.get("diff").is_none()));
+    let out = run(sb.grove(&wt).arg("review"));
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no turn snapshots"));
+}

@@ -456,3 +456,65 @@ fn deleting_a_thread_takes_its_snapshot_ref_and_only_its_own() {
     );
     assert!(after.contains(&other), "the other thread's stays: {after}");
 }
+
+#[test]
+fn review_shows_each_turn_s_diff_between_its_snapshots_and_the_person_s_edits_apart() {
+    let (sb, _repo, wt, id) = task();
+    turns(&sb, &wt, SESSION, false, &["run: echo one > a.txt"]);
+    std::fs::write(wt.join("person.txt"), "mine\n").unwrap();
+    sb.git(&wt, &["add", "a.txt"]);
+    sb.git(&wt, &["commit", "-q", "-m", "Add a"]);
+    turns(&sb, &wt, SESSION, true, &["run: echo two >> a.txt"]);
+
+    let review: Value =
+        serde_json::from_str(&ok(sb.grove(&wt).args(["review", "--json"]))).unwrap();
+    assert_eq!(review["threadId"], id.as_str());
+    assert_eq!(review["snapshots"], true);
+    let entries = review["entries"].as_array().unwrap();
+    let kinds: Vec<&str> = entries
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["turn", "person", "turn"], "{review:#}");
+    let files = |e: &Value| -> Vec<String> {
+        e["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(files(&entries[0]), ["a.txt"]);
+    assert_eq!(
+        files(&entries[1]),
+        ["person.txt"],
+        "the person's edit is the person's"
+    );
+    assert_eq!(files(&entries[2]), ["a.txt"]);
+    assert_eq!(entries[0]["prompt"], "run: echo one > a.txt");
+    assert_eq!(entries[2]["prompt"], "run: echo two >> a.txt");
+    for e in entries {
+        let expected = sb.git(
+            &wt,
+            &[
+                "diff",
+                e["from"].as_str().unwrap(),
+                e["to"].as_str().unwrap(),
+            ],
+        );
+        assert_eq!(e["diff"].as_str().unwrap().trim_end(), expected.trim_end());
+    }
+    let commits = entries[0]["commits"].as_array().unwrap();
+    assert!(
+        commits
+            .iter()
+            .any(|c| c.as_str().unwrap().ends_with(" Add a")),
+        "the commit carrying the turn's change: {commits:?}"
+    );
+    let human = ok(sb.grove(&wt).arg("review"));
+    assert!(
+        human.contains("Turn 1 (message 0)") && human.contains("The person's edits"),
+        "{human}"
+    );
+    assert!(human.contains("+two"), "{human}");
+}

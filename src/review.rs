@@ -92,6 +92,46 @@ pub fn review(thread: &Thread, repo: Option<&Repo>) -> Result<Review> {
 /// Each snapshot with the index of the message carrying it, in order.
 type Taken = Vec<(u64, Record)>;
 
+impl Review {
+    /// How many secrets the diffs hold (the rest comes from the thread,
+    /// checked as the thread is).
+    pub fn secrets(&self) -> usize {
+        self.entries
+            .iter()
+            .filter_map(|e| e.diff.as_deref())
+            .map(|d| crate::secrets::redact_text(d).1)
+            .sum()
+    }
+
+    /// Replaces each secret in the diffs; returns how many.
+    pub fn redact(&mut self) -> usize {
+        let mut n = 0;
+        for diff in self.entries.iter_mut().filter_map(|e| e.diff.as_mut()) {
+            let (text, found) = crate::secrets::redact_text(diff);
+            *diff = text;
+            n += found;
+        }
+        n
+    }
+
+    /// Where each entry goes among the thread's messages: before the
+    /// message index it is paired with (the next turn's prompt), or after
+    /// the last (`None`).
+    pub fn placed(&self) -> Vec<(Option<u64>, &Entry)> {
+        self.entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let next_prompt = self.entries[i + 1..]
+                    .iter()
+                    .find(|n| n.kind == "turn")
+                    .and_then(|n| n.index);
+                (next_prompt, e)
+            })
+            .collect()
+    }
+}
+
 /// The turns the messages tell, and every snapshot they carry, in order.
 fn read(thread: &Thread) -> Result<(Vec<Told>, Taken)> {
     let mut told: Vec<Told> = Vec::new();

@@ -518,3 +518,48 @@ fn review_shows_each_turn_s_diff_between_its_snapshots_and_the_person_s_edits_ap
     );
     assert!(human.contains("+two"), "{human}");
 }
+
+#[test]
+fn the_html_export_shows_each_turn_s_changes_and_keeps_a_diff_s_secret_home() {
+    let (sb, _repo, wt, id) = task();
+    turns(&sb, &wt, SESSION, false, &["run: echo '<one>' > a.txt"]);
+    let html = ok(sb.grove(&wt).args(["export", &id, "--format", "html"]));
+    assert!(html.contains("Changes of turn 1 · a.txt"), "{html}");
+    assert!(html.contains("+&lt;one&gt;"), "the diff, escaped: {html}");
+    let before_prompt = html.find("Changes of turn 1").unwrap();
+    assert!(
+        before_prompt > html.find("id=\"m-0\"").unwrap(),
+        "after the turn's prompt"
+    );
+    if has_browser() {
+        // Still one page a browser builds, the change in it as text.
+        let page = sb.path().join("turns.html");
+        std::fs::write(&page, &html).unwrap();
+        let dom = browser_dom(&sb, &page);
+        let at = dom
+            .find("<details class=\"change\"")
+            .expect("the change block");
+        assert!(dom[at..].contains("+&lt;one&gt;"), "{dom}");
+        assert!(!dom.contains("<one>"), "the diff is text, never markup");
+    }
+
+    // The token is made by the command: only the diff holds it.
+    turns(
+        &sb,
+        &wt,
+        SESSION,
+        true,
+        &["run: printf '%s_%s\\n' ghp R7mQ2xV9kLp4Tz8Wn3Yb6Hc1Jd5Fs0Ga2Ue7 > token.txt"],
+    );
+    let token = "ghp_R7mQ2xV9kLp4Tz8Wn3Yb6Hc1Jd5Fs0Ga2Ue7";
+    let err = fails_with(sb.grove(&wt).args(["export", &id, "--format", "html"]), 1);
+    assert!(err.contains("diffs hold 1 secret"), "{err}");
+    let redacted = ok(sb
+        .grove(&wt)
+        .args(["export", &id, "--format", "html", "--redact"]));
+    assert!(!redacted.contains(token) && redacted.contains("REDACTED"));
+    let allowed = ok(sb
+        .grove(&wt)
+        .args(["export", &id, "--format", "html", "--allow-secrets"]));
+    assert!(allowed.contains(token));
+}

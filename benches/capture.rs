@@ -9,7 +9,8 @@
 //! hooks started is still watching: now and then it sees the turn first, and
 //! the hook waits for its capture, as a hook of a live session may.
 //! Alternating with it, `grove --version` (the same binary's start, the
-//! floor any hook pays) for scale.
+//! floor any hook pays) for scale, and the same hook with turn snapshots
+//! turned off (`turn-snapshots = false`): the capture alone.
 //!
 //! Then the order the agents really use: the hook first, the turn written
 //! after it; timed, the hook (which then has nothing new to read) and the
@@ -192,20 +193,32 @@ fn main() {
         c.arg("--version");
         c
     };
+    // The same hook with turn snapshots turned off: the capture alone.
+    let no_snapshots = dir.join("no-snapshots.toml");
+    std::fs::write(&no_snapshots, "turn-snapshots = false\n").expect("config");
+    let capture_only = || {
+        let mut c = capture();
+        c.env("GROVE_CONFIG", &no_snapshots);
+        c
+    };
     time(&mut version(), b"");
-    let (mut g, mut v) = (Vec::new(), Vec::new());
+    let (mut g, mut o, mut v) = (Vec::new(), Vec::new(), Vec::new());
     for n in 0..ROUNDS {
-        append_turn(&file, &mut last, turns + n);
+        append_turn(&file, &mut last, turns + 2 * n);
         g.push(time(&mut capture(), hook.as_bytes()));
+        append_turn(&file, &mut last, turns + 2 * n + 1);
+        o.push(time(&mut capture_only(), hook.as_bytes()));
         v.push(time(&mut version(), b""));
     }
     std::thread::sleep(FOLLOW_UP);
     let added = count() - before;
-    assert_eq!(added, 2 * ROUNDS, "each turn's two messages, once");
-    let (g, v) = (median(g), median(v));
+    assert_eq!(added, 4 * ROUNDS, "each turn's two messages, once");
+    let (g, o, v) = (median(g), median(o), median(v));
     println!(
-        "capture of one turn: {:.1} ms median over {ROUNDS} rounds (target <= 20 ms); grove --version {:.1} ms",
+        "capture of one turn: {:.1} ms median over {ROUNDS} rounds with its turn snapshot, \
+         {:.1} ms without (target <= 20 ms); grove --version {:.1} ms",
         g.as_secs_f64() * 1e3,
+        o.as_secs_f64() * 1e3,
         v.as_secs_f64() * 1e3,
     );
 
@@ -215,7 +228,7 @@ fn main() {
     for n in 0..ROUNDS {
         h.push(time(&mut capture(), hook.as_bytes()));
         let want = before + 2 * (n + 1);
-        append_turn(&file, &mut last, turns + ROUNDS + n);
+        append_turn(&file, &mut last, turns + 2 * ROUNDS + n);
         let written = Instant::now();
         // The log's length is looked at; its lines counted only when it grew.
         let log = wt.join(".agent/threads").join(&id).join("messages.jsonl");

@@ -189,6 +189,7 @@ pub fn execute(plan: &Plan, force: bool) -> Result<Deleted> {
     for id in &plan.dropped {
         if let Some(t) = plan.targets.first() {
             crate::cache::purge(&t.repo_root, &crate::store::ThreadId::parse(id)?)?;
+            forget_snapshots(&t.repo_root, id);
         }
         deleted.threads.push(id.clone());
     }
@@ -251,11 +252,20 @@ fn check(plan: &Plan, force: bool) -> Result<()> {
     Ok(())
 }
 
+/// The deleted thread's turn snapshots go with it (best effort: a ref left
+/// behind holds only objects, and a later delete takes it).
+fn forget_snapshots(repo_root: &Path, id: &str) {
+    if let Ok(git) = crate::git::cmd::Git::find() {
+        let _ = crate::snapshot::chain::forget(&git, repo_root, id);
+    }
+}
+
 /// Removes a thread's cache entry first (so nothing can restore it from
 /// there), then its directory (if still there), each renamed aside before
 /// it is deleted, and its entry in the repository's `info/exclude`.
 fn delete_thread_files(t: &Found) -> Result<()> {
     crate::cache::purge(&t.repo_root, t.thread.id())?;
+    forget_snapshots(&t.repo_root, t.thread.id());
     let dir = t.thread.dir();
     if std::fs::symlink_metadata(dir).is_ok() {
         let store = crate::store::Store::at(

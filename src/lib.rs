@@ -59,6 +59,8 @@
 //! - [`archive`], [`graph`], [`fork`], [`delete`], [`checkpoint`]: thread
 //!   operations — archiving, mentions and the relationship graph, forks and
 //!   handoffs, cascade deletion, git checkpoints.
+//! - [`pr`]: a pull request's description written from a task's thread.
+//! - [`review`]: a task as a reviewer reads it, turn by turn with its diffs.
 //! - [`sync`]: threads pushed to and pulled from a git remote.
 //! - [`recover`]: finishing or undoing what a killed grove left.
 //!
@@ -111,8 +113,10 @@ pub mod land;
 pub mod launch;
 pub mod parallel;
 pub mod ports;
+pub mod pr;
 pub mod project;
 pub mod recover;
+pub mod review;
 pub mod search;
 pub mod secrets;
 pub mod setting;

@@ -3,7 +3,8 @@
 //!
 //! Every walk (search, statuses, the store, copying and deleting trees)
 //! runs on as many threads as this process may use: its cgroup quota and
-//! CPU affinity counted, no fixed cap, `-j`/`GROVE_JOBS` over both. Work is
+//! CPU affinity counted, no fixed cap, `-j`/`GROVE_JOBS` over both (work
+//! that waits on the disk, deleting a tree, on at least 8). Work is
 //! handed out one job at a time from a shared counter, so a worker that
 //! drew small jobs takes more and every core stays busy until the end
 //! (static chunks leave cores idle behind the one chunk of large jobs).
@@ -74,7 +75,46 @@ where
     J: Sync,
     R: Send,
 {
-    let threads = workers().min(jobs.len());
+    map_on(workers(), jobs, serial_below, init, work)
+}
+
+/// The fewest threads for work that waits on the filesystem more than on a
+/// core: an unlink blocks on its directory and the journal, and with more
+/// threads than cores the disk always has the next one (a 5,000-file tree
+/// on 2 cores: 215 ms with 2 threads, 136 ms with 8).
+const IO_FLOOR: usize = 8;
+
+/// Threads for such work: `-j`/`GROVE_JOBS` when given, else one per core
+/// and at least [`IO_FLOOR`].
+pub fn io_workers() -> usize {
+    match CHOSEN.get() {
+        Some(&chosen) => chosen,
+        None => workers().max(IO_FLOOR),
+    }
+}
+
+/// [`map`] on [`io_workers`] threads: for deleting (or otherwise waiting
+/// on) many files.
+pub fn map_io<J, R>(jobs: &[J], serial_below: usize, work: impl Fn(&J) -> R + Sync) -> Vec<R>
+where
+    J: Sync,
+    R: Send,
+{
+    map_on(io_workers(), jobs, serial_below, || (), |_, job| work(job))
+}
+
+fn map_on<J, R, S>(
+    threads: usize,
+    jobs: &[J],
+    serial_below: usize,
+    init: impl Fn() -> S + Sync,
+    work: impl Fn(&mut S, &J) -> R + Sync,
+) -> Vec<R>
+where
+    J: Sync,
+    R: Send,
+{
+    let threads = threads.min(jobs.len());
     if threads < 2 || jobs.len() < serial_below {
         let mut state = init();
         return jobs.iter().map(|job| work(&mut state, job)).collect();
@@ -163,6 +203,20 @@ mod tests {
             "{inits} states for {} workers",
             workers()
         );
+    }
+
+    #[test]
+    fn waiting_work_runs_on_more_threads_than_cores() {
+        // Jobs that wait (as unlinks do) each hold a thread: with no `-j`
+        // given, at least IO_FLOOR of them wait side by side.
+        let jobs: Vec<u64> = (0..32).collect();
+        let ids = map_io(&jobs, 0, |_| {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            std::thread::current().id()
+        });
+        let distinct: std::collections::HashSet<_> = ids.into_iter().collect();
+        assert!(io_workers() >= IO_FLOOR.max(workers()));
+        assert!(distinct.len() >= IO_FLOOR, "{} threads", distinct.len());
     }
 
     #[test]

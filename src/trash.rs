@@ -203,11 +203,12 @@ fn remove_tree(root: &Path) -> Result<()> {
         // A level of a few directories (all of a small worktree's, the top
         // of a large one) is emptied here: a thread costs more than their
         // few files.
-        let next: Result<Vec<Vec<PathBuf>>> = crate::parallel::map(&level, PARALLEL_LEVEL, |dir| {
-            empty_files(std::slice::from_ref(dir))
-        })
-        .into_iter()
-        .collect();
+        let next: Result<Vec<Vec<PathBuf>>> =
+            crate::parallel::map_io(&level, PARALLEL_LEVEL, |dir| {
+                empty_files(std::slice::from_ref(dir))
+            })
+            .into_iter()
+            .collect();
         levels.push(std::mem::take(&mut level));
         level = next?.into_iter().flatten().collect();
     }

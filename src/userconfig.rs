@@ -6,6 +6,7 @@
 //! branch-prefix = "me/"                        # when the repository sets none
 //! agent = "claude-code"                        # when the repository sets none
 //! push-exclude-tags = ["private"]              # threads `grove push` never sends
+//! turn-snapshots = false                       # no worktree snapshot at each turn
 //!
 //! [flags]                                      # default flags per command
 //! new = ["--no-lfs"]
@@ -52,6 +53,10 @@ pub struct UserConfig {
     /// The user's own setup commands, run in every repository.
     #[serde(default)]
     pub hooks: UserHooks,
+    /// Whether capture records the worktree at each turn boundary (on
+    /// unless `false`: in a very large repository each costs about a
+    /// `git status`).
+    pub turn_snapshots: Option<bool>,
 }
 
 /// `[hooks]`: setup commands of the user's own, run in every task's

@@ -86,8 +86,10 @@ pub fn on_hook(project: &Project, thread: &Thread, hook: &Hook<'_>) -> Result<Op
     let Some(at) = boundary(hook.event, hook.tool, hook.own) else {
         return Ok(None);
     };
-    // Outside a repository there is nothing to snapshot into.
-    if project.git.is_none() {
+    // Outside a repository there is nothing to snapshot into; a user may
+    // have turned snapshots off (an unreadable config stopped grove earlier).
+    let off = crate::userconfig::get().is_ok_and(|c| c.turn_snapshots == Some(false));
+    if project.git.is_none() || off {
         return Ok(None);
     }
     let for_call = |v: Option<&str>| v.filter(|_| at == At::ToolCall).map(str::to_string);

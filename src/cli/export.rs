@@ -81,6 +81,13 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let original = grove::discovery::find_thread(&project, args.thread())?;
     let leaving = leaving(&original, args.secrets, out)?;
     let thread = &leaving.thread;
+    let review = match args.format {
+        FormatArg::Html => match turn_changes(&project, thread, args.secrets, out)? {
+            Ok(review) => review,
+            Err(code) => return Ok(code),
+        },
+        _ => None,
+    };
     let format = match args.format {
         FormatArg::Md => Format::Markdown,
         FormatArg::Html => Format::Html,
@@ -97,7 +104,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
             // Built aside and renamed: FILE is whole or untouched.
             let mut tmp = grove::fsutil::temp_file_beside(&path)?;
             let mut w = std::io::BufWriter::new(tmp.as_file_mut());
-            let done = export::export(thread, format, &mut w)?;
+            let done = export::export_reviewed(thread, format, review.as_ref(), &mut w)?;
             w.flush()?;
             drop(w);
             tmp.persist(&path)
@@ -121,7 +128,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         None => {
             let stdout = std::io::stdout().lock();
             let mut w = std::io::BufWriter::with_capacity(256 * 1024, stdout);
-            let done = export::export(thread, format, &mut w)?;
+            let done = export::export_reviewed(thread, format, review.as_ref(), &mut w)?;
             w.flush()?;
             done
         }
@@ -263,6 +270,51 @@ fn format_name(format: Format) -> &'static str {
         Format::Html => "html",
         Format::Jsonl => "jsonl",
     }
+}
+
+/// Each turn's changes for the HTML page (see `grove review`), with the
+/// secrets policy applied to the diffs as to the thread: `Err(code)` when a
+/// diff holds a secret and nothing allows it.
+fn turn_changes(
+    project: &grove::project::Project,
+    thread: &grove::store::Thread,
+    flags: super::SecretFlags,
+    out: &Output,
+) -> anyhow::Result<Result<Option<grove::review::Review>, u8>> {
+    let Some(repo) = project
+        .git
+        .as_ref()
+        .and_then(|_| grove::git::Repo::new(&project.main_root).ok())
+    else {
+        return Ok(Ok(None));
+    };
+    let mut review = grove::review::review(thread, Some(&repo))?;
+    let secrets = review.secrets();
+    if secrets == 0 {
+        return Ok(Ok(Some(review)));
+    }
+    match flags.policy() {
+        Policy::Allow => {
+            out.warn(&format!(
+                "{secrets} secret(s) in the turns' diffs written as they are (--allow-secrets)"
+            ));
+        }
+        Policy::Redact => {
+            review.redact();
+            out.status(&format!(
+                "grove: {secrets} secret(s) redacted in the turns' diffs"
+            ));
+        }
+        Policy::Refuse => {
+            out.error(&format!(
+                "not exporting thread {}: the turns' diffs hold {secrets} secret(s); pass \
+                 --redact to replace them, or --allow-secrets to write them",
+                thread.id()
+            ));
+            return Ok(Err(super::exit::ERROR));
+        }
+    }
+    Ok(Ok(Some(review)))
 }
 
 /// The thread as it may leave the machine: checked for secrets, and

@@ -23,11 +23,13 @@ mod mention;
 mod merge;
 mod new;
 mod path;
+mod pr;
 mod pull;
 mod push;
 mod rename;
 mod repair;
 mod resume;
+mod review;
 mod rm;
 mod scan;
 mod search;
@@ -127,6 +129,8 @@ enum Command {
     Blame(Lazy<blame::Args>),
     Why(Lazy<why::Args>),
     Scan(Lazy<scan::Args>),
+    Pr(Lazy<pr::Args>),
+    Review(Lazy<review::Args>),
     Push(Lazy<push::Args>),
     Pull(Lazy<pull::Args>),
     Import(Lazy<import::Args>),
@@ -335,6 +339,8 @@ fn run(cli: Cli, out: &Output) -> anyhow::Result<u8> {
         Command::Blame(Lazy(args)) => blame::run(args, &cwd, out),
         Command::Why(Lazy(args)) => why::run(args, &cwd, out),
         Command::Scan(Lazy(args)) => scan::run(args, &cwd, out),
+        Command::Pr(Lazy(args)) => pr::run(args, &cwd, out),
+        Command::Review(Lazy(args)) => review::run(args, &cwd, out),
         Command::Push(Lazy(args)) => push::run(args, &cwd, out),
         Command::Pull(Lazy(args)) => pull::run(args, &cwd, out),
         Command::Import(Lazy(args)) => import::run(args, &cwd, out),

@@ -137,44 +137,62 @@ impl<W: Write> Printer<W> {
         self.w.flush()
     }
 
-    /// One JSON element, or `line`.
-    fn emit(&mut self, f: &Found, fields: serde_json::Value, line: String) -> std::io::Result<()> {
-        if self.json {
-            if self.count > 0 {
-                self.w.write_all(b",")?;
-            }
-            self.w.write_all(b"\n")?;
-            let mut row = serde_json::json!({
-                "threadId": f.meta.thread_id,
-                "title": f.meta.title,
-                "threadDir": f.thread.dir(),
-            });
-            if let (Some(row), serde_json::Value::Object(fields)) = (row.as_object_mut(), fields) {
-                row.extend(fields);
-            }
-            serde_json::to_writer(&mut self.w, &row)?;
-        } else {
-            writeln!(self.w, "{line}")?;
+    /// One JSON element, written straight from borrowed fields (a common
+    /// word has a hit in every message: building a map for each was most
+    /// of the search's time).
+    fn emit_json(&mut self, row: &Row<'_>) -> std::io::Result<()> {
+        if self.count > 0 {
+            self.w.write_all(b",")?;
         }
+        self.w.write_all(b"\n")?;
+        serde_json::to_writer(&mut self.w, row)?;
+        self.count += 1;
+        Ok(())
+    }
+
+    fn emit_line(&mut self, line: &str) -> std::io::Result<()> {
+        writeln!(self.w, "{line}")?;
         self.count += 1;
         Ok(())
     }
 
     fn title_hit(&mut self, f: &Found, matches: &[(usize, usize)]) -> std::io::Result<()> {
+        if self.json {
+            return self.emit_json(&Row {
+                field: "title",
+                index: None,
+                line: &f.meta.title,
+                matches,
+                role: None,
+                thread_dir: f.thread.dir(),
+                thread_id: &f.meta.thread_id,
+                timestamp: &f.meta.updated_at,
+                title: &f.meta.title,
+            });
+        }
         let s = self.style;
         let line = format!(
             "{}  title  {}",
             s.yellow(&s.text(super::output::short_id(&f.meta.thread_id))),
             highlight(s, &f.meta.title, matches)
         );
-        let fields = serde_json::json!({
-            "index": null, "role": null, "timestamp": f.meta.updated_at,
-            "field": "title", "line": f.meta.title, "matches": matches,
-        });
-        self.emit(f, fields, line)
+        self.emit_line(&line)
     }
 
     fn hit(&mut self, f: &Found, hit: &search::Hit) -> std::io::Result<()> {
+        if self.json {
+            return self.emit_json(&Row {
+                field: hit.field,
+                index: Some(hit.index),
+                line: &hit.line,
+                matches: &hit.matches,
+                role: Some(&hit.role),
+                thread_dir: f.thread.dir(),
+                thread_id: &f.meta.thread_id,
+                timestamp: &hit.timestamp,
+                title: &f.meta.title,
+            });
+        }
         let s = self.style;
         let line = format!(
             "{}  #{:<4} {:<6} {}  {}",
@@ -184,12 +202,24 @@ impl<W: Write> Printer<W> {
             s.dim(&s.text(&human_time(&hit.timestamp))),
             highlight(s, &hit.line, &hit.matches)
         );
-        let fields = serde_json::json!({
-            "index": hit.index, "role": hit.role, "timestamp": hit.timestamp,
-            "field": hit.field, "line": hit.line, "matches": hit.matches,
-        });
-        self.emit(f, fields, line)
+        self.emit_line(&line)
     }
+}
+
+/// One hit as `--json` prints it (keys in alphabetical order, as they
+/// always were).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Row<'a> {
+    field: &'a str,
+    index: Option<u64>,
+    line: &'a str,
+    matches: &'a [(usize, usize)],
+    role: Option<&'a grove::atsf::Role>,
+    thread_dir: &'a Path,
+    thread_id: &'a str,
+    timestamp: &'a str,
+    title: &'a str,
 }
 
 /// The line (at most about 200 characters, around the first match) with

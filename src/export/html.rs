@@ -15,14 +15,73 @@ pub(super) struct Html {
     assets: PathBuf,
     /// Asset files that were refused (a symbolic link), named by path.
     refused: Vec<crate::Error>,
+    /// Turn diffs and the person's edits still to write, each before the
+    /// message index it goes before (`u64::MAX`: at the end), in order.
+    changes: Vec<(u64, Change)>,
+}
+
+/// One entry of the review, as the page shows it.
+struct Change {
+    heading: String,
+    files: Vec<String>,
+    commits: Vec<String>,
+    diff: Option<String>,
 }
 
 impl Html {
-    pub(super) fn new(assets: PathBuf) -> Self {
+    pub(super) fn new(assets: PathBuf, review: Option<&crate::review::Review>) -> Self {
+        let mut turn = 0;
+        let changes = review
+            .map(|r| r.placed())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(_, e)| !e.files.is_empty())
+            .map(|(before, e)| {
+                let heading = if e.kind == "person" {
+                    "The person's edits".to_string()
+                } else {
+                    turn += 1;
+                    format!("Changes of turn {turn}")
+                };
+                let change = Change {
+                    heading,
+                    files: e.files.clone(),
+                    commits: e.commits.clone(),
+                    diff: e.diff.clone(),
+                };
+                (before.unwrap_or(u64::MAX), change)
+            })
+            .collect();
         Html {
             assets,
             refused: Vec::new(),
+            changes,
         }
+    }
+
+    /// Writes the changes that go before message `index`.
+    fn changes_before(&mut self, out: &mut dyn Write, index: u64) -> std::io::Result<()> {
+        let due = self
+            .changes
+            .iter()
+            .take_while(|(at, _)| *at <= index)
+            .count();
+        for (_, c) in self.changes.drain(..due) {
+            writeln!(
+                out,
+                "<details class=\"change\" open><summary>{} · {}</summary>",
+                esc(&c.heading),
+                esc(&c.files.join(", "))
+            )?;
+            for commit in &c.commits {
+                writeln!(out, "<p class=\"commit\">commit {}</p>", esc(commit))?;
+            }
+            if let Some(diff) = &c.diff {
+                writeln!(out, "<pre class=\"diff\">{}</pre>", esc(diff))?;
+            }
+            writeln!(out, "</details>")?;
+        }
+        Ok(())
     }
 }
 
@@ -56,6 +115,7 @@ details.thinking{color:#666;font-style:italic}
 summary{cursor:pointer;font-weight:600}
 .status-failed{color:#cf222e}.status-completed{color:#1a7f37}
 img{max-width:100%}
+details.change{border-color:#9a6700}.diff{font-size:.9em}
 @media (prefers-color-scheme:dark){body{background:#111;color:#ddd}pre{background:#1c1c1c}header dl,.message h2{color:#aaa}}
 ";
 
@@ -93,6 +153,7 @@ impl Renderer for Html {
     }
 
     fn message(&mut self, out: &mut dyn Write, index: u64, m: &Message) -> std::io::Result<()> {
+        self.changes_before(out, index)?;
         let role = m.role.as_str();
         writeln!(
             out,
@@ -148,6 +209,7 @@ impl Renderer for Html {
     }
 
     fn footer(&mut self, out: &mut dyn Write, _meta: &ThreadMeta) -> std::io::Result<()> {
+        self.changes_before(out, u64::MAX)?;
         writeln!(
             out,
             "</main><footer><p><small>Exported by grove from an ATSF v1.1 thread.</small></p></footer></body></html>"

@@ -40,6 +40,18 @@ pub struct Exported {
 
 /// Writes `thread` to `out` in `format`.
 pub fn export(thread: &Thread, format: Format, out: &mut dyn Write) -> Result<Exported> {
+    export_reviewed(thread, format, None, out)
+}
+
+/// [`export`], with the HTML page showing each turn's diff after the turn
+/// and the person's edits between turns, as `review` has them (the other
+/// formats leave them out).
+pub fn export_reviewed(
+    thread: &Thread,
+    format: Format,
+    review: Option<&crate::review::Review>,
+    out: &mut dyn Write,
+) -> Result<Exported> {
     thread.guard()?;
     let meta = thread.meta()?;
     match format {
@@ -49,7 +61,7 @@ pub fn export(thread: &Thread, format: Format, out: &mut dyn Write) -> Result<Ex
             thread,
             &meta,
             out,
-            &mut html::Html::new(thread.assets_dir()),
+            &mut html::Html::new(thread.assets_dir(), review),
         ),
     }
 }

@@ -36,6 +36,9 @@ pub(super) struct Prefilter {
 enum Finder {
     Literal(Box<memmem::Finder<'static>>),
     Bytes(regex::bytes::Regex),
+    /// A case-folded literal with a run that has no case: the run is
+    /// looked for, the regex confirmed only around it.
+    Anchored(Box<(Anchor, regex::bytes::Regex)>),
     /// No literal to look for: every line is a candidate.
     EveryLine,
 }
@@ -62,7 +65,10 @@ impl Prefilter {
         let pattern = format!("(?i){}", regex_syntax::escape(&escaped));
         let ascii = text.chars().all(|c| c.is_ascii() && !folds_beyond_ascii(c));
         let finder = match regex::bytes::RegexBuilder::new(&pattern).build() {
-            Ok(re) => Finder::Bytes(re),
+            Ok(re) => match Anchor::in_pattern(escaped.as_bytes()) {
+                Some(anchor) => Finder::Anchored(Box::new((anchor, re))),
+                None => Finder::Bytes(re),
+            },
             Err(_) => Finder::EveryLine,
         };
         Prefilter {
@@ -126,6 +132,15 @@ impl Prefilter {
         match &self.finder {
             Finder::Literal(f) => out.extend(f.find_iter(region)),
             Finder::Bytes(re) => out.extend(re.find_iter(region).map(|m| m.start())),
+            Finder::Anchored(anchored) => {
+                let (anchor, re) = &**anchored;
+                out.extend(
+                    anchor
+                        .run
+                        .find_iter(region)
+                        .filter(|&at| re.is_match(&region[anchor.around(at, region)])),
+                )
+            }
             Finder::EveryLine => {}
         }
         if !self.exact {
@@ -134,6 +149,59 @@ impl Prefilter {
             }
             out.sort_unstable();
         }
+    }
+}
+
+/// The longest run of a case-folded literal's escaped bytes that no case
+/// folding changes (ASCII other than letters: digits, punctuation, spaces)
+/// — in the log exactly as in the pattern, so memchr's search finds where a
+/// match may be far faster than a folding regex scans every byte. Folding
+/// changes letters only, and a letter's fold may take up to 3 bytes where
+/// the pattern has 1: the window the regex confirms allows for that.
+#[derive(Debug, Clone)]
+struct Anchor {
+    run: memmem::Finder<'static>,
+    /// Bytes of the pattern before the run, and after it.
+    before: usize,
+    after: usize,
+}
+
+/// A run shorter than this is too common to look for first.
+const ANCHOR_MIN: usize = 4;
+
+impl Anchor {
+    fn in_pattern(escaped: &[u8]) -> Option<Anchor> {
+        let caseless = |b: &u8| b.is_ascii() && !b.is_ascii_alphabetic();
+        let (mut best, mut start) = ((0, 0), None);
+        for (i, b) in escaped.iter().enumerate().chain([(escaped.len(), &b'a')]) {
+            match (caseless(b) && i < escaped.len(), start) {
+                (true, None) => start = Some(i),
+                (false, Some(from)) => {
+                    if i - from > best.1 - best.0 {
+                        best = (from, i);
+                    }
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        let (from, to) = best;
+        (to - from >= ANCHOR_MIN).then(|| Anchor {
+            run: memmem::Finder::new(&escaped[from..to]).into_owned(),
+            before: from,
+            after: escaped.len() - to,
+        })
+    }
+
+    /// The bytes around a run found at `at` in `region` that a match
+    /// through it lies in: on its line only.
+    fn around(&self, at: usize, region: &[u8]) -> std::ops::Range<usize> {
+        const WIDEST_FOLD: usize = 4;
+        let from = at.saturating_sub(self.before * WIDEST_FOLD);
+        let to = (at + self.run.needle().len() + self.after * WIDEST_FOLD).min(region.len());
+        let from = memchr::memrchr(b'\n', &region[from..at]).map_or(from, |nl| from + nl + 1);
+        let to = memchr::memchr(b'\n', &region[at..to]).map_or(to, |nl| at + nl);
+        from..to
     }
 }
 
@@ -247,6 +315,44 @@ mod tests {
             "s folds to the long s"
         );
         assert!(Prefilter::folded_literal("zanzibar-4711").exact);
+    }
+
+    #[test]
+    fn a_folded_literal_with_a_caseless_run_is_looked_for_by_it_and_confirmed_around_it() {
+        let p = Prefilter::folded_literal("Zanzibar-4711 ok");
+        assert!(matches!(p.finder, Finder::Anchored(_)), "{p:?}");
+        // Every case, the Kelvin sign and the long s among them (3 and 2
+        // bytes where the pattern has 1), at the start of a line and at its
+        // end; a line with the run but not the rest is not a candidate.
+        let log = "ZANZIBAR-4711 OK\n\
+                   {\"t\":\"no zanzibar-4712 ok\"}\n\
+                   {\"t\":\"see zanzibar-4711 o\u{212a}\"}\n\
+                   {\"t\":\"-4711 ok, but not zanzibar\"}\n\
+                   {\"t\":\"zan\u{17f}ibar-4711 ok\"}\n\
+                   zanzibar-4711 Ok";
+        assert_eq!(lines_found(&p, log), vec![0, 2, 5]);
+        // A folding regex over the same log finds the same lines.
+        let q = Prefilter {
+            finder: match &p.finder {
+                Finder::Anchored(a) => Finder::Bytes(a.1.clone()),
+                _ => unreachable!(),
+            },
+            exact: p.exact,
+        };
+        assert_eq!(lines_found(&p, log), lines_found(&q, log));
+    }
+
+    #[test]
+    fn the_anchor_is_the_longest_caseless_run_and_short_ones_are_none() {
+        let run = |s: &str| {
+            Anchor::in_pattern(s.as_bytes())
+                .map(|a| String::from_utf8(a.run.needle().to_vec()).unwrap())
+        };
+        assert_eq!(run("zanzibar-4711"), Some("-4711".into()));
+        assert_eq!(run("2025-03 fix 10"), Some("2025-03 ".into()));
+        assert_eq!(run("ab 1 cd"), None);
+        assert_eq!(run("login"), None);
+        assert_eq!(run("1234"), Some("1234".into()));
     }
 
     #[test]

@@ -64,6 +64,19 @@ pub fn tip(git: &Git, root: &Path, name: &str) -> Result<Option<(String, String)
     )))
 }
 
+/// Forgets thread `thread_id`'s snapshots (the thread is deleted): its ref
+/// goes, and git's next gc takes the objects nothing else holds. Nothing to
+/// do when it has none.
+pub fn forget(git: &Git, root: &Path, thread_id: &str) -> Result<()> {
+    let name = ref_name(thread_id);
+    let Some((commit, _)) = tip(git, root, &name)? else {
+        return Ok(());
+    };
+    // Only the commit looked at: one a capture added meanwhile is kept.
+    git.run(root, &["update-ref", "-d", &name, &commit])?;
+    Ok(())
+}
+
 /// Adds `tree` to the chain of ref `name` and returns the commit that
 /// holds it: the tip itself when its tree is `tree` already (nothing
 /// changed since the last snapshot), else a new commit on top of it.

@@ -95,8 +95,16 @@ pub fn add_pending(meta: &mut ThreadMeta, record: &Record) {
     if let Ok(value) = serde_json::to_value(record) {
         pending.push(value);
     }
+    // A thread whose capture never appends again (an agent that stopped
+    // writing its transcript) would grow thread.json at every boundary: the
+    // oldest go, still in the thread's chain of snapshots.
+    let excess = pending.len().saturating_sub(MAX_PENDING);
+    pending.drain(..excess);
     meta.grove_mut().set_pending_snapshots(pending);
 }
+
+/// The most snapshots that wait in `thread.json`.
+pub const MAX_PENDING: usize = 256;
 
 /// The snapshots waiting in `meta`, as recorded (unknown shapes included:
 /// they are carried on as they are).
@@ -175,6 +183,21 @@ mod tests {
             taken_at: "2026-01-01T00:00:00.000Z".into(),
             extra: Map::new(),
         }
+    }
+
+    #[test]
+    fn pending_snapshots_keep_the_newest_when_nothing_carries_them() {
+        let mut meta = crate::threads::new_meta("t", "claude-code", Default::default());
+        for i in 0..MAX_PENDING + 10 {
+            add_pending(&mut meta, &record(At::ToolCall, &format!("t{i}")));
+        }
+        let trees: Vec<String> = pending(&meta)
+            .iter()
+            .map(|v| v["tree"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(trees.len(), MAX_PENDING);
+        assert_eq!(trees[0], "t10");
+        assert_eq!(trees.last().unwrap(), &format!("t{}", MAX_PENDING + 9));
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod apply;
 pub mod logs;
 pub mod merge;
 mod objects;
+mod refpush;
 pub mod snapshots;
 
 use std::path::Path;
@@ -399,33 +400,8 @@ fn commit_message(id: &str, leaving: &secrets::Leaving, policy: Policy) -> Resul
 
 /// The ids of the threads whose push git rejected.
 fn git_push(repo: &Repo, remote: &str, pending: &[(Found, Commit)]) -> Result<Vec<String>> {
-    let specs: Vec<String> = pending
-        .iter()
-        .map(|(_, c)| format!("{REF_PREFIX}{id}:{REF_PREFIX}{id}", id = c.thread_id))
-        .collect();
-    let mut args = vec!["push", "--porcelain", remote];
-    args.extend(specs.iter().map(String::as_str));
-    let out = repo.git.output(&repo.main_root, &args)?;
-    // `--porcelain`: one `<flag>\t<from>:<to>\t<summary>` line per ref.
-    let rejected: Vec<String> = out
-        .stdout
-        .lines()
-        .filter(|l| l.starts_with('!'))
-        .filter_map(|l| l.split('\t').nth(1))
-        .filter_map(|spec| spec.split(':').next()?.strip_prefix(REF_PREFIX))
-        .map(str::to_string)
-        .collect();
-    if !out.success && rejected.is_empty() {
-        return Err(Error::Git(format!(
-            "`git push {remote}` failed: {}",
-            if out.stderr.is_empty() {
-                "no message"
-            } else {
-                &out.stderr
-            }
-        )));
-    }
-    Ok(rejected)
+    let ids: Vec<&str> = pending.iter().map(|(_, c)| c.thread_id.as_str()).collect();
+    refpush::push_ids(repo, remote, REF_PREFIX, &ids, "")
 }
 
 /// The remote's commit of one thread, fetched into its tracking ref.

@@ -144,33 +144,8 @@ fn secret_in(repo: &Repo, remote: &str, id: &str) -> Result<Option<String>> {
 
 /// `git push` of the snapshot refs of `ids`: the ids git rejected.
 fn push_refs(repo: &Repo, remote: &str, ids: &[String]) -> Result<Vec<String>> {
-    let specs: Vec<String> = ids
-        .iter()
-        .map(|id| format!("{name}:{name}", name = chain::ref_name(id)))
-        .collect();
-    let mut args = vec!["push", "--porcelain", remote];
-    args.extend(specs.iter().map(String::as_str));
-    let out = repo.git.output(&repo.main_root, &args)?;
-    // `--porcelain`: one `<flag>\t<from>:<to>\t<summary>` line per ref.
-    let rejected: Vec<String> = out
-        .stdout
-        .lines()
-        .filter(|l| l.starts_with('!'))
-        .filter_map(|l| l.split('\t').nth(1))
-        .filter_map(|spec| spec.split(':').next()?.strip_prefix(REF_PREFIX))
-        .map(str::to_string)
-        .collect();
-    if !out.success && rejected.is_empty() {
-        return Err(Error::Git(format!(
-            "`git push {remote}` of the snapshots failed: {}",
-            if out.stderr.is_empty() {
-                "no message"
-            } else {
-                &out.stderr
-            }
-        )));
-    }
-    Ok(rejected)
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    super::refpush::push_ids(repo, remote, REF_PREFIX, &ids, " of the snapshots")
 }
 
 /// What a pull did with the remote's snapshots.

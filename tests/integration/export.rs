@@ -1,7 +1,7 @@
 //! `grove export`: jsonl round-trips, Markdown and HTML show every message;
 //! the HTML page is checked in a real headless Chromium.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::support::*;
 
@@ -73,34 +73,13 @@ fn markdown_export_shows_every_message_with_tools_folded() {
     assert!(md.contains("*[image: sha256-"));
 }
 
-fn chromium() -> Option<PathBuf> {
-    ["chromium", "chromium-browser", "google-chrome"]
-        .iter()
-        .find_map(|name| which(name))
-}
-
-fn which(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|p| p.join(name))
-            .find(|p| p.is_file())
-    })
-}
-
 #[test]
 #[cfg_attr(skip_browser, ignore = "GROVE_SKIP_BROWSER=1: needs chromium")]
 fn html_export_renders_every_message_in_a_headless_browser() {
-    let browser = chromium();
-    if !needs(
-        "chromium",
-        browser.is_some(),
-        "GROVE_SKIP_BROWSER",
-        "`apt-get install chromium`",
-    ) {
+    let sb = Sandbox::new();
+    if !has_browser() {
         return;
     }
-    let Some(browser) = browser else { return };
-    let sb = Sandbox::new();
     let dir = sb.dir("p");
     let (id, texts) = rich_thread(&sb, &dir);
     let page = dir.join("thread.html");
@@ -121,27 +100,7 @@ fn html_export_renders_every_message_in_a_headless_browser() {
     );
     assert!(html.contains("Content-Security-Policy"));
 
-    let profile = sb.dir("chromium-profile");
-    let rendered = std::process::Command::new(&browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--no-first-run",
-            &format!("--user-data-dir={}", profile.display()),
-            "--dump-dom",
-        ])
-        .arg(format!("file://{}", page.display()))
-        .env("HOME", sb.path().join("home"))
-        .output()
-        .expect("run chromium");
-    assert!(
-        rendered.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rendered.stderr)
-    );
-    let dom = String::from_utf8_lossy(&rendered.stdout);
+    let dom = browser_dom(&sb, &page);
     // The browser built the page: every message is a section, in order, with its text.
     let sections = dom.matches("<section class=\"message").count();
     assert_eq!(sections, 4, "{dom}");

@@ -40,6 +40,7 @@ mod native;
 mod outside;
 mod parallel;
 mod ports;
+mod pr;
 mod props;
 mod quick_start;
 mod read;

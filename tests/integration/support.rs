@@ -569,3 +569,53 @@ pub fn give_agent_state(sb: &Sandbox, wt: &Path, id: &str) {
     );
     assert_eq!(out.status.code(), Some(0));
 }
+
+fn chromium() -> Option<PathBuf> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|name| {
+            std::env::var_os("PATH").and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|p| p.join(name))
+                    .find(|p| p.is_file())
+            })
+        })
+}
+
+/// Whether a headless browser is here (else the test fails saying how to
+/// get one, or skips under GROVE_SKIP_BROWSER=1).
+pub fn has_browser() -> bool {
+    needs(
+        "chromium",
+        chromium().is_some(),
+        "GROVE_SKIP_BROWSER",
+        "`apt-get install chromium`",
+    )
+}
+
+/// The DOM a headless Chromium builds of the page at `page` (checked with
+/// [`has_browser`] first).
+pub fn browser_dom(sb: &Sandbox, page: &Path) -> String {
+    let browser = chromium().expect("chromium");
+    let profile = sb.dir("chromium-profile");
+    let rendered = Command::new(&browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--no-first-run",
+            &format!("--user-data-dir={}", profile.display()),
+            "--dump-dom",
+        ])
+        .arg(format!("file://{}", page.display()))
+        .env("HOME", sb.path().join("home"))
+        .output()
+        .expect("run chromium");
+    assert!(
+        rendered.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rendered.stderr)
+    );
+    String::from_utf8_lossy(&rendered.stdout).into_owned()
+}

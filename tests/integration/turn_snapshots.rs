@@ -102,11 +102,18 @@ fn task() -> (Sandbox, PathBuf, PathBuf, String) {
     std::fs::write(repo.join("kept.txt"), "kept\n").unwrap();
     sb.git(&repo, &["add", "."]);
     sb.git(&repo, &["commit", "-q", "-m", "ignore logs"]);
-    let task = new_task(&sb, &repo, &["Task", "--agent", "claude-code"]);
+    let (wt, id) = captured_task(&sb, &repo);
+    (sb, repo, wt, id)
+}
+
+/// A Claude Code task of `repo` whose capture is installed: its worktree
+/// and thread id.
+fn captured_task(sb: &Sandbox, repo: &Path) -> (PathBuf, String) {
+    let task = new_task(sb, repo, &["Task", "--agent", "claude-code"]);
     let wt = PathBuf::from(task["worktreePath"].as_str().unwrap());
     let id = task["threadId"].as_str().unwrap().to_string();
     ok(sb.grove(&wt).args(["capture", "install", &id]));
-    (sb, repo, wt, id)
+    (wt, id)
 }
 
 /// Runs the stub Claude Code in `wt`: session `session`, resumed when
@@ -276,10 +283,7 @@ fn a_captured_turn_snapshots_each_boundary_and_leaves_the_user_s_git_state_alone
 fn the_ref_keeps_snapshots_through_gc_and_push_and_pull_carry_them_to_another_clone() {
     let (sb, a, b) = crate::sync::machines();
     sb.install_stubs();
-    let task = new_task(&sb, &a, &["Task", "--agent", "claude-code"]);
-    let wt = PathBuf::from(task["worktreePath"].as_str().unwrap());
-    let id = task["threadId"].as_str().unwrap().to_string();
-    ok(sb.grove(&wt).args(["capture", "install", &id]));
+    let (wt, id) = captured_task(&sb, &a);
     // Written by the agent and never committed: only snapshots hold it.
     turns(
         &sb,
@@ -370,10 +374,7 @@ fn snapshot_refs_pulled_under_names_that_are_no_thread_or_naming_no_commit_are_r
 fn snapshots_holding_a_secret_stay_home_unless_secrets_are_allowed() {
     let (sb, a, _b) = crate::sync::machines();
     sb.install_stubs();
-    let task = new_task(&sb, &a, &["Task", "--agent", "claude-code"]);
-    let wt = PathBuf::from(task["worktreePath"].as_str().unwrap());
-    let id = task["threadId"].as_str().unwrap().to_string();
-    ok(sb.grove(&wt).args(["capture", "install", &id]));
+    let (wt, id) = captured_task(&sb, &a);
     // The token is made by the command, so the conversation never holds it
     // (the thread leaves): only the file the agent wrote does.
     turns(
@@ -400,4 +401,165 @@ fn snapshots_holding_a_secret_stay_home_unless_secrets_are_allowed() {
         .args(["push", &id, "--allow-secrets", "--json"]));
     assert_eq!(json(&out)["snapshots"], serde_json::json!([id]));
     assert_ne!(sb.git(&remote, &["for-each-ref", &name]), "");
+}
+
+#[test]
+fn a_user_who_turned_snapshots_off_gets_none() {
+    let (sb, _repo, wt, id) = task();
+    let config = sb.path().join("config.toml");
+    std::fs::write(&config, "turn-snapshots = false\n").unwrap();
+    let mut cmd = sb.agent("claude", &wt);
+    cmd.args(["--session-id", SESSION, "run: echo one > a.txt"])
+        .env("STUB_PROMPTS", "[]")
+        .env("GROVE_CONFIG", &config);
+    let out = run(&mut cmd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = wt.join(".agent/threads").join(&id);
+    assert!(
+        message_lines(&dir).len() >= 2,
+        "the turn was captured all the same"
+    );
+    assert_eq!(snapshots(&wt, &id), Vec::<Value>::new());
+    let refs = sb.git(&wt, &["for-each-ref", "refs/grove/"]);
+    assert_eq!(refs, "", "no snapshot ref either");
+}
+
+#[test]
+fn deleting_a_thread_takes_its_snapshot_ref_and_only_its_own() {
+    let (sb, repo, wt, id) = task();
+    let (other_wt, other) = captured_task(&sb, &repo);
+    turns(&sb, &wt, SESSION, false, &["run: echo one > a.txt"]);
+    turns(
+        &sb,
+        &other_wt,
+        "6b2f0d2e-3c4d-4e5f-9a01-b2c3d4e5f607",
+        false,
+        &["run: echo two > b.txt"],
+    );
+    let refs = || {
+        sb.git(
+            &repo,
+            &["for-each-ref", "--format=%(refname)", "refs/grove/"],
+        )
+    };
+    let before = refs();
+    assert!(before.contains(&id) && before.contains(&other), "{before}");
+    ok(sb.grove(&repo).args(["delete", &id, "--yes", "--force"]));
+    let after = refs();
+    assert!(
+        !after.contains(&id),
+        "the deleted thread's ref went: {after}"
+    );
+    assert!(after.contains(&other), "the other thread's stays: {after}");
+}
+
+#[test]
+fn review_shows_each_turn_s_diff_between_its_snapshots_and_the_person_s_edits_apart() {
+    let (sb, _repo, wt, id) = task();
+    turns(&sb, &wt, SESSION, false, &["run: echo one > a.txt"]);
+    std::fs::write(wt.join("person.txt"), "mine\n").unwrap();
+    sb.git(&wt, &["add", "a.txt"]);
+    sb.git(&wt, &["commit", "-q", "-m", "Add a"]);
+    turns(&sb, &wt, SESSION, true, &["run: echo two >> a.txt"]);
+
+    let review: Value =
+        serde_json::from_str(&ok(sb.grove(&wt).args(["review", "--json"]))).unwrap();
+    assert_eq!(review["threadId"], id.as_str());
+    assert_eq!(review["snapshots"], true);
+    let entries = review["entries"].as_array().unwrap();
+    let kinds: Vec<&str> = entries
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["turn", "person", "turn"], "{review:#}");
+    let files = |e: &Value| -> Vec<String> {
+        e["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(files(&entries[0]), ["a.txt"]);
+    assert_eq!(
+        files(&entries[1]),
+        ["person.txt"],
+        "the person's edit is the person's"
+    );
+    assert_eq!(files(&entries[2]), ["a.txt"]);
+    assert_eq!(entries[0]["prompt"], "run: echo one > a.txt");
+    assert_eq!(entries[2]["prompt"], "run: echo two >> a.txt");
+    for e in entries {
+        let expected = sb.git(
+            &wt,
+            &[
+                "diff",
+                e["from"].as_str().unwrap(),
+                e["to"].as_str().unwrap(),
+            ],
+        );
+        assert_eq!(e["diff"].as_str().unwrap().trim_end(), expected.trim_end());
+    }
+    let commits = entries[0]["commits"].as_array().unwrap();
+    assert!(
+        commits
+            .iter()
+            .any(|c| c.as_str().unwrap().ends_with(" Add a")),
+        "the commit carrying the turn's change: {commits:?}"
+    );
+    let human = ok(sb.grove(&wt).arg("review"));
+    assert!(
+        human.contains("Turn 1 (message 0)") && human.contains("The person's edits"),
+        "{human}"
+    );
+    assert!(human.contains("+two"), "{human}");
+}
+
+#[test]
+fn the_html_export_shows_each_turn_s_changes_and_keeps_a_diff_s_secret_home() {
+    let (sb, _repo, wt, id) = task();
+    turns(&sb, &wt, SESSION, false, &["run: echo '<one>' > a.txt"]);
+    let html = ok(sb.grove(&wt).args(["export", &id, "--format", "html"]));
+    assert!(html.contains("Changes of turn 1 · a.txt"), "{html}");
+    assert!(html.contains("+&lt;one&gt;"), "the diff, escaped: {html}");
+    let before_prompt = html.find("Changes of turn 1").unwrap();
+    assert!(
+        before_prompt > html.find("id=\"m-0\"").unwrap(),
+        "after the turn's prompt"
+    );
+    if has_browser() {
+        // Still one page a browser builds, the change in it as text.
+        let page = sb.path().join("turns.html");
+        std::fs::write(&page, &html).unwrap();
+        let dom = browser_dom(&sb, &page);
+        let at = dom
+            .find("<details class=\"change\"")
+            .expect("the change block");
+        assert!(dom[at..].contains("+&lt;one&gt;"), "{dom}");
+        assert!(!dom.contains("<one>"), "the diff is text, never markup");
+    }
+
+    // The token is made by the command: only the diff holds it.
+    turns(
+        &sb,
+        &wt,
+        SESSION,
+        true,
+        &["run: printf '%s_%s\\n' ghp R7mQ2xV9kLp4Tz8Wn3Yb6Hc1Jd5Fs0Ga2Ue7 > token.txt"],
+    );
+    let token = "ghp_R7mQ2xV9kLp4Tz8Wn3Yb6Hc1Jd5Fs0Ga2Ue7";
+    let err = fails_with(sb.grove(&wt).args(["export", &id, "--format", "html"]), 1);
+    assert!(err.contains("diffs hold 1 secret"), "{err}");
+    let redacted = ok(sb
+        .grove(&wt)
+        .args(["export", &id, "--format", "html", "--redact"]));
+    assert!(!redacted.contains(token) && redacted.contains("REDACTED"));
+    let allowed = ok(sb
+        .grove(&wt)
+        .args(["export", &id, "--format", "html", "--allow-secrets"]));
+    assert!(allowed.contains(token));
 }

@@ -15,17 +15,7 @@ const SESSION: &str = "7c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f";
 
 /// Runs the stub Claude Code in `wt`, one turn per prompt.
 fn turns(sb: &Sandbox, wt: &Path, resume: bool, prompts: &[String]) {
-    let (first, rest) = prompts.split_first().unwrap();
-    let mut cmd = sb.agent("claude", wt);
-    cmd.args([if resume { "--resume" } else { "--session-id" }, SESSION])
-        .arg(first)
-        .env("STUB_PROMPTS", serde_json::to_string(rest).unwrap());
-    let out = run(&mut cmd);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    claude_turns(sb, wt, SESSION, resume, prompts);
 }
 
 /// A prompt whose turn makes these Write/Edit calls.

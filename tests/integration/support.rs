@@ -619,3 +619,25 @@ pub fn browser_dom(sb: &Sandbox, page: &Path) -> String {
     );
     String::from_utf8_lossy(&rendered.stdout).into_owned()
 }
+
+/// Runs the stub Claude Code in `wt`: session `session`, resumed when
+/// `resume`, one turn per prompt.
+pub fn claude_turns<S: AsRef<str> + serde::Serialize>(
+    sb: &Sandbox,
+    wt: &Path,
+    session: &str,
+    resume: bool,
+    prompts: &[S],
+) {
+    let (first, rest) = prompts.split_first().unwrap();
+    let mut cmd = sb.agent("claude", wt);
+    cmd.args([if resume { "--resume" } else { "--session-id" }, session])
+        .arg(first.as_ref())
+        .env("STUB_PROMPTS", serde_json::to_string(rest).unwrap());
+    let out = run(&mut cmd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -116,22 +116,6 @@ fn captured_task(sb: &Sandbox, repo: &Path) -> (PathBuf, String) {
     (wt, id)
 }
 
-/// Runs the stub Claude Code in `wt`: session `session`, resumed when
-/// `resume`, one turn per prompt.
-fn turns(sb: &Sandbox, wt: &Path, session: &str, resume: bool, prompts: &[&str]) {
-    let (first, rest) = prompts.split_first().unwrap();
-    let mut cmd = sb.agent("claude", wt);
-    cmd.args([if resume { "--resume" } else { "--session-id" }, session])
-        .arg(first)
-        .env("STUB_PROMPTS", serde_json::to_string(rest).unwrap());
-    let out = run(&mut cmd);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// The index file of the worktree, as bytes.
 fn index_bytes(sb: &Sandbox, wt: &Path) -> Vec<u8> {
     let path = sb.git(
@@ -159,10 +143,10 @@ fn a_captured_turn_snapshots_each_boundary_and_leaves_the_user_s_git_state_alone
     let before = user_state(&sb, &wt);
     let index_before = index_bytes(&sb, &wt);
 
-    turns(&sb, &wt, SESSION, false, &["run: echo one > a.txt"]);
+    claude_turns(&sb, &wt, SESSION, false, &["run: echo one > a.txt"]);
     // The person, between turns.
     std::fs::write(wt.join("person.txt"), "mine\n").unwrap();
-    turns(
+    claude_turns(
         &sb,
         &wt,
         SESSION,
@@ -285,7 +269,7 @@ fn the_ref_keeps_snapshots_through_gc_and_push_and_pull_carry_them_to_another_cl
     sb.install_stubs();
     let (wt, id) = captured_task(&sb, &a);
     // Written by the agent and never committed: only snapshots hold it.
-    turns(
+    claude_turns(
         &sb,
         &wt,
         SESSION,
@@ -377,7 +361,7 @@ fn snapshots_holding_a_secret_stay_home_unless_secrets_are_allowed() {
     let (wt, id) = captured_task(&sb, &a);
     // The token is made by the command, so the conversation never holds it
     // (the thread leaves): only the file the agent wrote does.
-    turns(
+    claude_turns(
         &sb,
         &wt,
         SESSION,
@@ -432,8 +416,8 @@ fn a_user_who_turned_snapshots_off_gets_none() {
 fn deleting_a_thread_takes_its_snapshot_ref_and_only_its_own() {
     let (sb, repo, wt, id) = task();
     let (other_wt, other) = captured_task(&sb, &repo);
-    turns(&sb, &wt, SESSION, false, &["run: echo one > a.txt"]);
-    turns(
+    claude_turns(&sb, &wt, SESSION, false, &["run: echo one > a.txt"]);
+    claude_turns(
         &sb,
         &other_wt,
         "6b2f0d2e-3c4d-4e5f-9a01-b2c3d4e5f607",
@@ -460,11 +444,11 @@ fn deleting_a_thread_takes_its_snapshot_ref_and_only_its_own() {
 #[test]
 fn review_shows_each_turn_s_diff_between_its_snapshots_and_the_person_s_edits_apart() {
     let (sb, _repo, wt, id) = task();
-    turns(&sb, &wt, SESSION, false, &["run: echo one > a.txt"]);
+    claude_turns(&sb, &wt, SESSION, false, &["run: echo one > a.txt"]);
     std::fs::write(wt.join("person.txt"), "mine\n").unwrap();
     sb.git(&wt, &["add", "a.txt"]);
     sb.git(&wt, &["commit", "-q", "-m", "Add a"]);
-    turns(&sb, &wt, SESSION, true, &["run: echo two >> a.txt"]);
+    claude_turns(&sb, &wt, SESSION, true, &["run: echo two >> a.txt"]);
 
     let review: Value =
         serde_json::from_str(&ok(sb.grove(&wt).args(["review", "--json"]))).unwrap();
@@ -522,7 +506,7 @@ fn review_shows_each_turn_s_diff_between_its_snapshots_and_the_person_s_edits_ap
 #[test]
 fn the_html_export_shows_each_turn_s_changes_and_keeps_a_diff_s_secret_home() {
     let (sb, _repo, wt, id) = task();
-    turns(&sb, &wt, SESSION, false, &["run: echo '<one>' > a.txt"]);
+    claude_turns(&sb, &wt, SESSION, false, &["run: echo '<one>' > a.txt"]);
     let html = ok(sb.grove(&wt).args(["export", &id, "--format", "html"]));
     assert!(html.contains("Changes of turn 1 · a.txt"), "{html}");
     assert!(html.contains("+&lt;one&gt;"), "the diff, escaped: {html}");
@@ -544,7 +528,7 @@ fn the_html_export_shows_each_turn_s_changes_and_keeps_a_diff_s_secret_home() {
     }
 
     // The token is made by the command: only the diff holds it.
-    turns(
+    claude_turns(
         &sb,
         &wt,
         SESSION,

@@ -87,13 +87,7 @@ pub fn read_git_state(dir: &Path, meta: &ThreadMeta) -> Result<(GitState, Vec<St
         .as_ref()
         .and_then(|g| g.initial_commit.clone())
         .or_else(|| meta.context.git_commit.clone())
-        .or_else(|| {
-            meta.context
-                .extra
-                .get("baseCommit")
-                .and_then(|v| v.as_str())
-                .map(str::to_string)
-        })
+        .or_else(|| meta.context.base_commit().map(str::to_string))
         .unwrap_or_else(|| current.clone());
     // The recorded commit comes from thread.json, which may come from
     // anywhere: it is resolved to an object id (never read as an option)

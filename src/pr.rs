@@ -157,9 +157,9 @@ fn decisions(meta: &ThreadMeta, graph: Option<&Graph>) -> Vec<Decision> {
 /// What the branch changes since the commit the task started from.
 fn changes(repo: &Repo, meta: &ThreadMeta) -> Option<String> {
     let branch = meta.context.git_branch.as_deref()?;
-    let base = meta.context.extra.get("baseCommit")?.as_str()?;
+    let base = meta.context.base_commit()?;
     // Names from a thread are checked before git sees them.
-    if !base.bytes().all(|b| b.is_ascii_hexdigit()) || branch.starts_with('-') {
+    if !crate::git::is_object_id(base) || branch.starts_with('-') {
         return None;
     }
     let range = format!("{base}...refs/heads/{branch}");

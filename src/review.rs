@@ -217,9 +217,7 @@ fn entries(repo: &Repo, meta: &ThreadMeta, told: &[Told], taken: &[(u64, Record)
 fn change(repo: &Repo, meta: &ThreadMeta, kind: &str, from: &Record, to: &Record) -> Entry {
     let trees = [from.tree.as_str(), to.tree.as_str()];
     // Trees named by a thread are checked before git sees them.
-    let sane = trees
-        .iter()
-        .all(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_hexdigit()));
+    let sane = trees.iter().all(|t| crate::git::is_object_id(t));
     let git = |args: &[&str]| -> Option<String> {
         let out = repo.git.output(&repo.main_root, args).ok()?;
         out.success.then_some(out.stdout)
@@ -258,14 +256,11 @@ fn change(repo: &Repo, meta: &ThreadMeta, kind: &str, from: &Record, to: &Record
 fn commits_touching(repo: &Repo, meta: &ThreadMeta, files: &[String]) -> Vec<String> {
     let (Some(branch), Some(base)) = (
         meta.context.git_branch.as_deref(),
-        meta.context
-            .extra
-            .get("baseCommit")
-            .and_then(|v| v.as_str()),
+        meta.context.base_commit(),
     ) else {
         return Vec::new();
     };
-    if files.is_empty() || branch.starts_with('-') || !base.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if files.is_empty() || branch.starts_with('-') || !crate::git::is_object_id(base) {
         return Vec::new();
     }
     let range = format!("{base}..refs/heads/{branch}");

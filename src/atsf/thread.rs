@@ -162,6 +162,14 @@ pub struct Context {
     pub extra: Extra,
 }
 
+impl Context {
+    /// `baseCommit` (an extension of grove's): the commit a task's branch
+    /// started from, as recorded — from a thread, so not yet checked.
+    pub fn base_commit(&self) -> Option<&str> {
+        self.extra.get("baseCommit").and_then(|v| v.as_str())
+    }
+}
+
 /// `context.worktree`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

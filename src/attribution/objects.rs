@@ -14,10 +14,7 @@ use std::rc::Rc;
 use crate::error::{Error, Result};
 use crate::git::Git;
 
-/// Whether `s` is a full object id (SHA-1 or SHA-256, lowercase hex).
-pub fn is_object_id(s: &str) -> bool {
-    matches!(s.len(), 40 | 64) && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
+pub use crate::git::is_object_id;
 
 /// A repository's objects.
 pub struct Objects {

@@ -38,13 +38,7 @@ pub(super) fn compute_statuses(
     for &i in indices {
         let f = &threads[i];
         let path = f.worktree.clone().unwrap_or_default();
-        let base = f
-            .meta
-            .context
-            .extra
-            .get("baseCommit")
-            .and_then(|v| v.as_str())
-            .map(str::to_string);
+        let base = f.meta.context.base_commit().map(str::to_string);
         // One job per worktree; its base comes from whichever of its threads
         // recorded one (the task's), not from the first thread listed.
         match jobs.iter_mut().find(|(p, _, _)| *p == path) {

@@ -18,6 +18,12 @@ mod listing;
 mod repo;
 
 pub use cmd::Git;
+
+/// Whether `s` is a full object id (SHA-1 or SHA-256, lowercase hex): what
+/// an id read from a thread or a remote must be before git is given it.
+pub fn is_object_id(s: &str) -> bool {
+    matches!(s.len(), 40 | 64) && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
 pub use integrated::{Integration, Reason};
 pub use repo::StatusCounts;
 pub use repo::{Repo, WorktreeEntry, is_dirty, parse_worktree_list};

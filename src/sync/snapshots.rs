@@ -197,7 +197,7 @@ fn check(id: &str, oid: &str, kind: &str) -> std::result::Result<(), String> {
             "snapshots under {REF_PREFIX}{id:?}: not a thread id; not brought in"
         ));
     }
-    if !(oid.len() == 40 || oid.len() == 64) || !oid.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if !crate::git::is_object_id(oid) {
         return Err(format!("snapshots of {id}: {oid:?} is no object id"));
     }
     if kind != "commit" {

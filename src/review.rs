@@ -75,6 +75,16 @@ pub fn review(thread: &Thread, repo: Option<&Repo>) -> Result<Review> {
             .into_iter()
             .filter_map(|v| serde_json::from_value(v).ok()),
     );
+    // Only the snapshots the thread's own chain holds (see chain::commits).
+    let chain = match repo {
+        Some(repo) => crate::snapshot::chain::commits(
+            &repo.git,
+            &repo.main_root,
+            &crate::snapshot::chain::ref_name(thread.id().as_str()),
+        )?,
+        None => Default::default(),
+    };
+    taken.retain(|(_, r)| chain.get(&r.commit) == Some(&r.tree));
     let snapshots = !taken.is_empty();
     let entries = match repo {
         Some(repo) if snapshots => entries(repo, &meta, &told, &taken),

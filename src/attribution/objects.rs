@@ -36,30 +36,7 @@ impl Objects {
     /// Every commit of the chain `name` names, with its tree; empty when
     /// the ref does not exist.
     pub fn chain(&self, name: &str) -> Result<HashMap<String, String>> {
-        let mut out = HashMap::new();
-        let Some(repo) = &self.repo else {
-            let listed = self
-                .git
-                .output(&self.root, &["log", "--format=%H %T", name, "--"])?;
-            if listed.success {
-                for line in listed.stdout.lines() {
-                    if let Some((c, t)) = line.split_once(' ') {
-                        out.insert(c.to_string(), t.to_string());
-                    }
-                }
-            }
-            return Ok(out);
-        };
-        let Ok(tip) = repo.refname_to_id(name) else {
-            return Ok(out);
-        };
-        let mut walk = repo.revwalk()?;
-        walk.push(tip)?;
-        for id in walk {
-            let commit = repo.find_commit(id?)?;
-            out.insert(commit.id().to_string(), commit.tree_id().to_string());
-        }
-        Ok(out)
+        crate::snapshot::chain::commits(&self.git, &self.root, name)
     }
 
     /// The blob at `path` in `tree`; `None` when there is none.

@@ -7,6 +7,7 @@
 //! two writers that both read the same tip cannot both win, and the loser
 //! builds on the winner's commit instead of dropping it.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -62,6 +63,37 @@ pub fn tip(git: &Git, root: &Path, name: &str) -> Result<Option<(String, String)
         commit.id().to_string(),
         commit.tree_id().to_string(),
     )))
+}
+
+/// Every commit of the chain `name` names, with its tree; empty when the
+/// ref does not exist. A snapshot record a thread carries counts only when
+/// its commit is here with its tree: a thread pulled from elsewhere names
+/// no tree of this repository that it does not own.
+pub fn commits(git: &Git, root: &Path, name: &str) -> Result<HashMap<String, String>> {
+    let mut out = HashMap::new();
+    // libgit2 cannot open every repository (`extensions.relativeWorktrees`):
+    // git answers for those.
+    let Some(repo) = crate::git::open(root) else {
+        let listed = git.output(root, &["log", "--format=%H %T", name, "--"])?;
+        if listed.success {
+            for line in listed.stdout.lines() {
+                if let Some((c, t)) = line.split_once(' ') {
+                    out.insert(c.to_string(), t.to_string());
+                }
+            }
+        }
+        return Ok(out);
+    };
+    let Ok(tip) = repo.refname_to_id(name) else {
+        return Ok(out);
+    };
+    let mut walk = repo.revwalk()?;
+    walk.push(tip)?;
+    for id in walk {
+        let commit = repo.find_commit(id?)?;
+        out.insert(commit.id().to_string(), commit.tree_id().to_string());
+    }
+    Ok(out)
 }
 
 /// Forgets thread `thread_id`'s snapshots (the thread is deleted): its ref

@@ -127,3 +127,37 @@ fn review_of_a_thread_without_snapshots_lists_its_turns_and_says_why_no_diff() {
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no turn snapshots"));
 }
+
+#[test]
+fn review_uses_no_snapshot_its_thread_s_own_chain_does_not_hold() {
+    // A thread (pulled, say) that names trees of this repository as its
+    // snapshots, with no chain of its own: none is read.
+    let sb = Sandbox::new();
+    let (repo, wt, id) = task_with_turns(&sb);
+    let tree = sb.git(&repo, &["rev-parse", "HEAD^{tree}"]);
+    let head = sb.git(&wt, &["rev-parse", "HEAD"]);
+    let other = sb.git(&wt, &["rev-parse", "HEAD^{tree}"]);
+    let forged = |at: &str, tree: &str| serde_json::json!({"tree": tree, "commit": head, "at": at, "takenAt": "2026-01-01T00:00:00.000Z"});
+    let line = serde_json::json!({
+        "role": "user",
+        "content": [{"type": "text", "text": "Again"}],
+        "metadata": {"grove": {"snapshots": [forged("prompt", &tree), forged("turnEnd", &other)]}},
+    });
+    let out = run_with_stdin(
+        sb.grove(&wt).args(["append", &id, "--stdin"]),
+        format!("{line}\n").as_bytes(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let review: serde_json::Value =
+        serde_json::from_str(&ok(sb.grove(&wt).args(["review", "--json"]))).unwrap();
+    assert_eq!(review["snapshots"], false, "{review:#}");
+    let entries = review["entries"].as_array().unwrap();
+    assert!(
+        entries.iter().all(|e| e.get("diff").is_none()),
+        "{review:#}"
+    );
+}

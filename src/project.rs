@@ -23,6 +23,13 @@ pub struct Project {
 }
 
 impl Project {
+    /// The repository the project is in; `None` outside one (or when git
+    /// cannot be found to run its commands).
+    pub fn repo(&self) -> Option<crate::git::Repo> {
+        self.git.as_ref()?;
+        crate::git::Repo::new(&self.main_root).ok()
+    }
+
     /// Finds the project containing `cwd`.
     pub fn discover(cwd: &Path) -> Result<Self> {
         let cwd = cwd.canonicalize().ctx("resolving", cwd)?;

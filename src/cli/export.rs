@@ -281,11 +281,7 @@ fn turn_changes(
     flags: super::SecretFlags,
     out: &Output,
 ) -> anyhow::Result<Result<Option<grove::review::Review>, u8>> {
-    let Some(repo) = project
-        .git
-        .as_ref()
-        .and_then(|_| grove::git::Repo::new(&project.main_root).ok())
-    else {
+    let Some(repo) = project.repo() else {
         return Ok(Ok(None));
     };
     let mut review = grove::review::review(thread, Some(&repo))?;

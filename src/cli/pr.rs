@@ -50,10 +50,7 @@ pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
         super::warn_skipped(out, &found.errors);
         Some(Graph::build(&found.threads))
     };
-    let repo = project
-        .git
-        .as_ref()
-        .and_then(|_| grove::git::Repo::new(&project.main_root).ok());
+    let repo = project.repo();
     let description = grove::pr::describe(&thread, graph.as_ref(), repo.as_ref())?;
     let markdown = description.markdown();
     let (redacted, _) = grove::secrets::redact_text(&markdown);

@@ -28,10 +28,7 @@ pub struct Args {
 pub fn run(args: Args, cwd: &Path, out: &Output) -> anyhow::Result<u8> {
     let project = Project::discover(cwd)?;
     let thread = discovery::find_thread(&project, args.thread.as_deref().unwrap_or("."))?;
-    let repo = project
-        .git
-        .as_ref()
-        .and_then(|_| grove::git::Repo::new(&project.main_root).ok());
+    let repo = project.repo();
     let review = grove::review::review(&thread, repo.as_ref())?;
     if args.json {
         out.json(&review)?;

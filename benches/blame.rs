@@ -13,30 +13,17 @@
 // Tests and benchmarks start git, grove and their baselines themselves.
 #![allow(clippy::disallowed_methods)]
 
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use grove::atsf::{ContentBlock, Message, Role};
 use grove::snapshot::{At, Moment, record};
 use grove::store::{AppendOptions, Store};
 
 mod common;
-use common::{alternate, report, scaled, time_piped};
+use common::{alternate, git, report, scaled, time_piped};
 
 const GROVE: &str = env!("CARGO_BIN_EXE_grove");
 const TARGET: f64 = 2.0;
-
-fn git(dir: &Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .current_dir(dir)
-        .args(["-c", "user.name=b", "-c", "user.email=b@b"])
-        .args(args)
-        .stdout(Stdio::null())
-        .status()
-        .expect("git")
-        .success();
-    assert!(ok, "git {args:?}");
-}
 
 /// An agent's message making tool call `id`, carrying `snapshot`.
 fn call_message(id: &str, snapshot: &grove::snapshot::Record) -> Message {

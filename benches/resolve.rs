@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use grove::store::Store;
 
 mod common;
-use common::{alternate, median, report, scaled};
+use common::{alternate, git, median, report, scaled};
 
 const GROVE: &str = env!("CARGO_BIN_EXE_grove");
 const ROUNDS: usize = 9;
@@ -50,18 +50,6 @@ impl Env {
         );
         t
     }
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .current_dir(dir)
-        .args(["-c", "user.name=b", "-c", "user.email=b@b"])
-        .args(args)
-        .stdout(Stdio::null())
-        .status()
-        .expect("git")
-        .success();
-    assert!(ok, "git {args:?}");
 }
 
 fn repo(root: &Path, name: &str) -> PathBuf {

@@ -167,3 +167,17 @@ fn children_peak_kb() -> i64 {
 fn children_peak_kb() -> i64 {
     0
 }
+
+/// `git args` in `dir` as a fixed person (b <b@b>), its output dropped;
+/// panics when git fails.
+pub fn git(dir: &std::path::Path, args: &[&str]) {
+    let ok = std::process::Command::new("git")
+        .current_dir(dir)
+        .args(["-c", "user.name=b", "-c", "user.email=b@b"])
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("git")
+        .success();
+    assert!(ok, "git {args:?}");
+}
